@@ -1,0 +1,146 @@
+"""The ``xdspub`` command line (PUBLISHER.md section 9).
+
+Only click is imported at start: Spark, SQLAlchemy and lxml load when a command runs, so
+``xdspub --help`` answers at once. Every option is also a key of the ``--config`` TOML file
+and an environment variable ``XDSPUB_<NAME>``; a flag beats the variable, which beats the
+file, which beats the default."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from publisher.errors import ConfigError, XdspubError
+
+EXIT_ROW_ERRORS = 1
+
+
+def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
+    if path:
+        try:
+            with open(path, "rb") as stream:
+                data = tomllib.load(stream)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc}") from None
+        ctx.default_map = {key.replace("-", "_"): value for key, value in data.items()}
+    return path
+
+
+def _option(*declarations: str, **kwargs: Any) -> Callable:
+    env = "XDSPUB_" + declarations[0].lstrip("-").replace("-", "_").upper()
+    return click.option(*declarations, envvar=env, show_envvar=True, **kwargs)
+
+
+config_option = click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    is_eager=True,
+    expose_value=False,
+    callback=_load_config,
+    help="TOML file whose keys are these options' names.",
+)
+db_option = _option("--db", "db_url", required=True, help="SQLAlchemy URL of the database.")
+schema_option = _option("--schema", default="indirect", show_default=True, help="Schema Name.")
+log_table_option = _option(
+    "--log-table", default="indirect_process", show_default=True, help="Event Log Table Name."
+)
+
+
+def publishing_options(command: Callable) -> Callable:
+    for option in reversed(
+        [
+            config_option,
+            db_option,
+            schema_option,
+            log_table_option,
+            _option("--publisher-user", help="Database user of the publisher (loopback)."),
+            _option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes."),
+            _option("--future-events", is_flag=True, help="Order by event_time; future rows wait."),
+            _option("--delete-processed", is_flag=True, help="Delete S and W rows, not mark them."),
+            _option("--query-limit", type=click.IntRange(min=1), help="Rows read per cycle."),
+            _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
+                    help="Commands per XDS document (directory output)."),
+            _option("--dry-run", is_flag=True, help="Write the output, leave the statuses."),
+            _option("--master", "spark_master", default="local[*]", show_default=True,
+                    help="Spark master URL."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+@click.group()
+@click.version_option(package_name="xdspub")
+def cli() -> None:
+    """xdspub: publish event-log changes as XDS documents."""
+
+
+@cli.command("init-db")
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@click.option("--sample", is_flag=True, help="Also the documents' sample schema and triggers.")
+@_option("--triggers", type=click.Choice(["field", "query-back"]), default="field",
+         show_default=True, help="Sample triggers: per-field events 1/2/4 or query-back 5/6/4.")
+def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, triggers: str) -> None:
+    """Create the event log (and the sample schema); keeps what exists."""
+    from publisher.source.database import connect
+    from publisher.source.init_db import init_db
+
+    engine, dialect = connect(db_url, create=True)
+    names = init_db(engine, dialect, schema, log_table, sample, triggers)
+    click.echo(f"xdspub: ran {', '.join(names)} on {engine.url.render_as_string()}", err=True)
+
+
+@cli.command()
+@publishing_options
+@_option("--out", required=True, help="FILE.xml, a directory, or - for standard output.")
+def export(out: str, **options: Any) -> None:
+    """Publish every pending row once, as one cycle, then write the statuses."""
+    from publisher.cycle import export as run_export
+    from publisher.settings import Settings
+
+    report = run_export(Settings(**options), out)
+    _report(report)
+
+
+@cli.command()
+@click.option("--keep", type=click.Path(file_okay=False), help="Keep the demo database here.")
+def demo(keep: str | None) -> None:
+    """Walk through the documented examples (Tables 5-16 to 5-20) on SQLite."""
+    from publisher.demo import run_demo
+
+    run_demo(keep)
+
+
+def _report(report: Any) -> None:
+    for record_id, letter, why in report.notes:
+        click.echo(f"xdspub: record_id {record_id}: {letter}: {why}", err=True)
+    letters = ", ".join(f"{k}={v}" for k, v in sorted(report.by_status.items())) or "none"
+    click.echo(
+        f"xdspub: {report.rows} rows read, {report.commands} commands, "
+        f"{report.documents} documents; statuses {letters}",
+        err=True,
+    )
+    if report.errors:
+        sys.exit(EXIT_ROW_ERRORS)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ConfigError.exit_code)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except XdspubError as exc:
+        click.echo(f"xdspub: error: {exc}", err=True)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,96 @@
+"""One polling cycle, end to end: read the pending rows, reduce them on Spark, render the
+commands in the executors, make the documents durable, then write the statuses."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from publisher.delivery.sinks import Sink, open_sink
+from publisher.delivery.status import write_statuses
+from publisher.model.events import Status
+from publisher.settings import Settings
+from publisher.source.database import connect
+from publisher.source.event_log import open_event_log, read_pending
+from publisher.source.query_back import CURRENT_SCHEMA, current_rows
+from publisher.source.schema import reflect_catalogue
+from publisher.spark import spark_session
+
+COLUMNS_SCHEMA = "table_name STRING, column_name STRING, ordinal INT, xds_type STRING, is_char BOOLEAN"
+
+
+@dataclass
+class CycleReport:
+    rows: int = 0
+    commands: int = 0
+    documents: int = 0
+    by_status: Counter = field(default_factory=Counter)
+    notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
+
+    @property
+    def errors(self) -> list[tuple[int, str]]:
+        return [(rid, why) for rid, letter, why in self.notes if letter == Status.ERROR]
+
+
+def export(settings: Settings, out: str) -> CycleReport:
+    """``xdspub export``: every pending row, as one cycle."""
+    engine, dialect = connect(settings.db_url)
+    log = open_event_log(engine, dialect, settings)
+    sink = open_sink(out, settings.batch_size)
+    try:
+        return run_cycle(settings, engine, dialect, log, sink)
+    finally:
+        engine.dispose()
+
+
+def run_cycle(settings: Settings, engine, dialect, log, sink: Sink) -> CycleReport:
+    # Spark is imported here, not at module level, so the CLI's --help stays light.
+    from publisher.reduce import pipeline as p
+    from publisher.reduce.keys import parsed_keys
+    from publisher.render.xds import RENDERED_SCHEMA, render_batches
+
+    spark = spark_session(settings.spark_master)
+    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
+    publisher_user = settings.publisher_user or engine.url.username
+    events = read_pending(spark, engine, log, dialect, settings)
+    columns = spark.createDataFrame(catalogue.column_rows(), COLUMNS_SCHEMA)
+    classified = (
+        events.transform(p.with_order(settings.future_events))
+        .transform(p.with_keys(parsed_keys(events)))
+        .transform(p.with_schema(columns))
+        .transform(p.classify(settings.schema, publisher_user, settings.allow_loopback))
+        .localCheckpoint(eager=True)
+    )
+    requests = (
+        (r.table_name, r.canonical_key, [(k.column, k.value) for k in r.key_pairs])
+        for r in p.query_back_requests(classified).toLocalIterator()
+    )
+    current = spark.createDataFrame(
+        list(current_rows(engine, dialect, catalogue, requests)), CURRENT_SCHEMA
+    )
+    reduction = p.reduce_classified(classified, current, settings.schema)
+
+    report = CycleReport(rows=classified.count())
+    rendered = (
+        reduction.commands.mapInArrow(render_batches, RENDERED_SCHEMA)
+        .orderBy("ord_time", "event_id")
+        .toLocalIterator()
+    )
+
+    def counted():
+        for row in rendered:
+            report.commands += 1
+            yield row.event_id, bytes(row.xml)
+
+    report.documents = sink.write(counted())
+
+    statuses = reduction.statuses.localCheckpoint(eager=True)
+    ranges = [(r.status, r.low, r.high) for r in p.status_ranges(statuses).collect()]
+    report.by_status.update({r.status: r["count"] for r in statuses.groupBy("status").count().collect()})
+    report.notes = [
+        (r.record_id, r.status, r.reason)
+        for r in statuses.where("reason IS NOT NULL").orderBy("record_id").collect()
+    ]
+    if not settings.dry_run:
+        write_statuses(engine, log, ranges, settings.delete_processed)
+    return report

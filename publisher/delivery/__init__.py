@@ -1,0 +1,1 @@
+"""Delivery: documents made durable in a sink, then statuses written back (section 6)."""

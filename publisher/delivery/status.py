@@ -1,0 +1,35 @@
+"""Status write-back (PUBLISHER.md section 6): one transaction per cycle, one statement
+per status letter over ranges of record_ids, never one statement per row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+
+from publisher.model.events import Status
+from publisher.source.event_log import EventLog
+
+Range = tuple[str, int, int]  # status letter, lowest and highest record_id
+
+
+def write_statuses(
+    engine: sa.Engine, log: EventLog, ranges: Iterable[Range], delete_processed: bool
+) -> None:
+    record_id, status = log.column("record_id"), log.column("status")
+    in_range = sa.and_(
+        record_id.between(sa.bindparam("low"), sa.bindparam("high")), status == Status.NEW
+    )
+    update = log.table.update().where(in_range).values({status: sa.bindparam("letter")})
+    delete = log.table.delete().where(in_range)
+    updates, deletes = [], []
+    for letter, low, high in ranges:
+        consumed = letter in (Status.DONE, Status.WARNED)
+        (deletes if delete_processed and consumed else updates).append(
+            {"letter": letter, "low": low, "high": high}
+        )
+    with engine.begin() as conn:
+        if updates:
+            conn.execute(update, updates)
+        if deletes:
+            conn.execute(delete, [{"low": d["low"], "high": d["high"]} for d in deletes])

@@ -1,0 +1,23 @@
+"""Errors that end a run; each knows the exit code it gives (PUBLISHER.md section 9)."""
+
+from __future__ import annotations
+
+
+class XdspubError(Exception):
+    exit_code = 2
+
+
+class ConfigError(XdspubError):
+    """A usage or configuration error, such as an event log missing a column."""
+
+    exit_code = 2
+
+
+class DatabaseUnreachable(XdspubError):
+    exit_code = 3
+
+
+class SinkError(XdspubError):
+    """The output could not be made durable; no status was written."""
+
+    exit_code = 4

@@ -1,0 +1,1 @@
+"""What the publisher works with: event types, the published schema, XDS values."""

@@ -1,0 +1,41 @@
+"""The published schema: which tables and columns exist, their keys and XDS value types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (section 3)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    ordinal: int
+    xds_type: str
+    is_char: bool  # CHAR(n): trailing pad spaces are dropped
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    key_columns: tuple[str, ...]
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Tables and views of the published schema, by name (the database's own case)."""
+
+    schema: str
+    tables: dict[str, Table]
+
+    def column_rows(self) -> list[tuple[str, str, int, str, bool]]:
+        """(table_name, column_name, ordinal, xds_type, is_char) of every column."""
+        return [
+            (t.name, c.name, c.ordinal, c.xds_type, c.is_char)
+            for t in self.tables.values()
+            for c in t.columns
+        ]

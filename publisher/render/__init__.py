@@ -1,0 +1,1 @@
+"""XDS rendering with lxml from the skeletons in xds_templates/."""

@@ -1,0 +1,34 @@
+"""Opening the database: the SQLAlchemy engine and its Dialect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from publisher.errors import ConfigError, DatabaseUnreachable
+from publisher.source.dialects import Dialect, dialect_of
+
+
+def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
+    """An engine that has answered once, or DatabaseUnreachable (exit 3).
+
+    An SQLite file that does not exist is created only when ``create`` is set; otherwise a
+    mistyped path would silently publish from an empty new database."""
+    try:
+        engine = sa.create_engine(url)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
+        raise ConfigError(f"bad database URL {url!r}: {exc}") from None
+    dialect = dialect_of(engine)
+    database = engine.url.database
+    if not dialect.has_schemas and not create and not (database and Path(database).is_file()):
+        raise DatabaseUnreachable(f"SQLite database file {database!r} does not exist")
+    if dialect.on_connect is not None:
+        prepare = dialect.on_connect
+        sa.event.listen(engine, "connect", lambda dbapi_connection, _record: prepare(dbapi_connection))
+    try:
+        with engine.connect():
+            pass
+    except sa.exc.DBAPIError as exc:
+        raise DatabaseUnreachable(f"cannot reach {engine.url!r}: {exc.orig}") from None
+    return engine, dialect

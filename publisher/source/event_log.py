@@ -1,0 +1,105 @@
+"""The event log table (PUBLISHER.md section 1): its columns, and the pending rows as a
+Spark DataFrame read through Spark's JDBC source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from publisher.errors import ConfigError
+from publisher.model.events import EVENT_LOG_COLUMNS
+from publisher.model.events import Status
+from publisher.settings import Settings
+from publisher.source.dialects import Dialect
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# What the JDBC read yields, whatever types the database reports.
+PENDING_SCHEMA = (
+    "record_id BIGINT, table_key STRING, event_type INT, event_order DOUBLE, "
+    "perpetrator STRING, table_name STRING, column_name STRING, old_value STRING, "
+    "new_value STRING"
+)
+
+
+@dataclass(frozen=True)
+class EventLog:
+    table: sa.Table
+    by_role: dict[str, str]  # default column name -> the table's own column name
+
+    def column(self, role: str) -> sa.Column:
+        return self.table.c[self.by_role[role]]
+
+
+def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> EventLog:
+    """Reflect the event log; refuse (ConfigError) when it lacks any of the ten columns.
+
+    Columns are matched by their default names when all ten are there, else by position,
+    as the documents allow customised names in the fixed order."""
+    schema, _, name = settings.log_table.rpartition(".")
+    schema = (schema or settings.schema) if dialect.has_schemas else None
+    try:
+        table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=engine)
+    except sa.exc.NoSuchTableError:
+        raise ConfigError(f"event log table {settings.log_table!r} does not exist") from None
+    names = [c.name for c in table.columns]
+    if set(EVENT_LOG_COLUMNS) <= set(names):
+        by_role = {role: role for role in EVENT_LOG_COLUMNS}
+    elif len(names) >= len(EVENT_LOG_COLUMNS):
+        by_role = dict(zip(EVENT_LOG_COLUMNS, names))
+    else:
+        missing = [c for c in EVENT_LOG_COLUMNS if c not in names]
+        raise ConfigError(
+            f"event log {table.fullname!r} lacks column(s) {', '.join(missing)}: "
+            f"it has {len(names)} of the {len(EVENT_LOG_COLUMNS)} the publisher needs"
+        )
+    return EventLog(table, by_role)
+
+
+def pending_select(
+    log: EventLog, dialect: Dialect, future_events: bool, limit: int | None
+) -> sa.Select:
+    """The pending rows of one cycle, in processing order (section 4)."""
+    c = log.column
+    event_order = dialect.time_order(c("event_time"))
+    query = sa.select(
+        c("record_id").label("record_id"),
+        c("table_key").label("table_key"),
+        c("event_type").label("event_type"),
+        event_order.label("event_order"),
+        c("perpetrator").label("perpetrator"),
+        c("table_name").label("table_name"),
+        c("column_name").label("column_name"),
+        c("old_value").label("old_value"),
+        c("new_value").label("new_value"),
+    ).where(c("status") == Status.NEW)
+    if future_events:
+        query = query.where(event_order <= dialect.time_order(dialect.now()))
+        query = query.order_by(event_order, c("record_id"))
+    else:
+        query = query.order_by(c("record_id"))
+    return query.limit(limit) if limit else query
+
+
+def read_pending(
+    spark: SparkSession, engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings
+) -> DataFrame:
+    """The cycle's pending rows, fixed once: later steps never re-read the table."""
+    query = pending_select(log, dialect, settings.future_events, settings.query_limit)
+    sql = str(query.compile(engine, compile_kwargs={"literal_binds": True}))
+    url = engine.url
+    reader = (
+        spark.read.format("jdbc")
+        .option("url", dialect.jdbc(url))
+        .option("driver", dialect.jdbc_driver)
+        .option("query", sql)
+        .option("customSchema", PENDING_SCHEMA)
+    )
+    if url.username:
+        reader = reader.option("user", url.username)
+    if url.password:
+        reader = reader.option("password", url.password)
+    return reader.load().localCheckpoint(eager=True)

@@ -1,0 +1,32 @@
+"""``xdspub init-db``: the event log, and with ``sample`` the documents' sample schema and
+its triggers, from the scripts under sql/<dialect>/. Every statement is IF NOT EXISTS, so
+running it again creates what is missing and keeps what exists."""
+
+from __future__ import annotations
+
+from importlib import resources
+from string import Template
+
+import sqlalchemy as sa
+
+from publisher.source.dialects import Dialect
+
+TRIGGER_FLAVOURS = ("field", "query-back")
+
+
+def init_db(
+    engine: sa.Engine, dialect: Dialect, schema: str, log_table: str, sample: bool, flavour: str
+) -> list[str]:
+    """Run the scripts; returns their names."""
+    folder = resources.files("sql") / dialect.sql_dir
+    names = ["event_log"]
+    if sample:
+        names += ["sample", f"triggers_{flavour.replace('-', '_')}"]
+    substitutions = {"schema": schema, "log_table": log_table.rsplit(".", 1)[-1]}
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        for name in names:
+            text = (folder / f"{name}.sql").read_text(encoding="utf-8")
+            dialect.run_script(raw, Template(text).substitute(substitutions))
+        conn.commit()
+    return names

@@ -1,0 +1,37 @@
+"""The Spark session: one per process, started when a pipeline first needs it."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from publisher.source.dialects import DIALECTS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 2 cores
+
+
+@lru_cache(maxsize=None)
+def spark_session(master: str = "local[*]") -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    jars = ",".join(d.jar for d in DIALECTS.values() if os.path.exists(d.jar))
+    # Quiet start-up: Spark's default log level prints a screen of warnings.
+    java_opts = "-Dlog4j2.level=error -Dlog4j.rootLogger=ERROR"
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("xdspub")
+        .config("spark.jars", jars)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,1 @@
+"""XDS document skeletons read by publisher.render.xds (a package so they install with it)."""
