@@ -30,6 +30,7 @@ UNIQUE_ROW_IDENTIFIER = pp.Group(
 TABLE_KEY = pp.DelimitedList(
     UNIQUE_ROW_IDENTIFIER, delim=PLUS, allow_trailing_delim=False
 ).set_name("table-key")
+TABLE_KEY.parse_with_tabs()  # a tab inside a quoted value is data, not layout
 
 pp.ParserElement.set_default_whitespace_chars(" \n\t\r")
 

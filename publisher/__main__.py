@@ -1,3 +1,3 @@
-from publisher.cli import main
+from publisher.cli import cli
 
-main()
+cli(prog_name="xdspub")

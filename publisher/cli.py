@@ -7,14 +7,13 @@ file, which beats the default."""
 
 from __future__ import annotations
 
-import sys
 import tomllib
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from publisher.errors import ConfigError, XdspubError
+from publisher.errors import XdspubError
 
 EXIT_ROW_ERRORS = 1
 
@@ -73,7 +72,18 @@ def publishing_options(command: Callable) -> Callable:
     return command
 
 
-@click.group()
+class _Group(click.Group):
+    """Turns the publisher's own errors into their message and exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except XdspubError as exc:
+            click.echo(f"xdspub: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Group)
 @click.version_option(package_name="xdspub")
 def cli() -> None:
     """xdspub: publish event-log changes as XDS documents."""
@@ -85,8 +95,8 @@ def cli() -> None:
 @schema_option
 @log_table_option
 @click.option("--sample", is_flag=True, help="Also the documents' sample schema and triggers.")
-@_option("--triggers", type=click.Choice(["field", "query-back"]), default="field",
-         show_default=True, help="Sample triggers: per-field events 1/2/4 or query-back 5/6/4.")
+@_option("--triggers", type=click.Choice(["field", "query-back", "none"]), default="field",
+         show_default=True, help="Sample triggers: per-field events 1/2/4, query-back 5/6/4, or none.")
 def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, triggers: str) -> None:
     """Create the event log (and the sample schema); keeps what exists."""
     from publisher.source.database import connect
@@ -128,19 +138,4 @@ def _report(report: Any) -> None:
         err=True,
     )
     if report.errors:
-        sys.exit(EXIT_ROW_ERRORS)
-
-
-def main() -> None:
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(ConfigError.exit_code)
-    except click.exceptions.Abort:
-        sys.exit(130)
-    except XdspubError as exc:
-        click.echo(f"xdspub: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        click.get_current_context().exit(EXIT_ROW_ERRORS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,17 @@ def spark_session(master: str = "local[*]") -> SparkSession:
     from pyspark.sql import SparkSession
 
     jars = ",".join(d.jar for d in DIALECTS.values() if os.path.exists(d.jar))
-    # Quiet start-up: Spark's default log level prints a screen of warnings.
-    java_opts = "-Dlog4j2.level=error -Dlog4j.rootLogger=ERROR"
+    # Quiet start-up: Spark's default logging prints a screen of warnings.
+    log_config = Path(__file__).with_name("log4j2.properties")
+    java_opts = f"-Dlog4j2.configurationFile=file:{log_config}"
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (
         SparkSession.builder.master(master)
         .appName("xdspub")
         .config("spark.jars", jars)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.driver.extraJavaOptions", java_opts)

@@ -11,9 +11,6 @@ import sqlalchemy as sa
 
 from publisher.source.dialects import Dialect
 
-TRIGGER_FLAVOURS = ("field", "query-back")
-
-
 def init_db(
     engine: sa.Engine, dialect: Dialect, schema: str, log_table: str, sample: bool, flavour: str
 ) -> list[str]:
@@ -21,7 +18,9 @@ def init_db(
     folder = resources.files("sql") / dialect.sql_dir
     names = ["event_log"]
     if sample:
-        names += ["sample", f"triggers_{flavour.replace('-', '_')}"]
+        names.append("sample")
+        if flavour != "none":
+            names.append(f"triggers_{flavour.replace('-', '_')}")
     substitutions = {"schema": schema, "log_table": log_table.rsplit(".", 1)[-1]}
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
