@@ -1,0 +1,135 @@
+"""The command line (PUBLISHER.md section 9): commands, --out forms, exit codes, config."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from lxml import etree
+
+from publisher.cli import cli
+
+
+def run(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_help_imports_nothing_heavy():
+    code = (
+        "import sys; from publisher.cli import cli\n"
+        "try:\n    cli(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'sqlalchemy', 'lxml', 'pyarrow')]\n"
+        "print('heavy:', heavy)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "heavy: []" in result.stdout
+    assert "export" in result.stdout and "init-db" in result.stdout
+
+
+@pytest.fixture
+def logged_db(tmp_path: Path, spark) -> str:
+    """A database made by init-db --sample with per-field triggers, after real changes."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert run("init-db", "--db", url, "--sample").exit_code == 0
+    assert run("init-db", "--db", url, "--sample").exit_code == 0  # idempotent
+    import sqlalchemy as sa
+
+    from publisher.source.database import connect
+
+    engine, _ = connect(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO usr VALUES (1, 'Jack', 'Frost', X'AAAA')"))
+        conn.execute(sa.text("INSERT INTO usr VALUES (2, 'Ann', NULL, NULL)"))
+        conn.execute(sa.text("UPDATE usr SET fname = 'John' WHERE idu = 1"))
+        conn.execute(sa.text("DELETE FROM usr WHERE idu = 2"))
+    engine.dispose()
+    return url
+
+
+def test_export_to_a_file_publishes_what_the_triggers_logged(logged_db, tmp_path):
+    out = tmp_path / "out.xml"
+    result = run("export", "--db", logged_db, "--out", str(out), "--master", "local[2]")
+    assert result.exit_code == 0, result.output
+    kinds = [(c.tag, c.findtext("association")) for c in etree.parse(str(out)).find("input")]
+    assert kinds == [
+        ("add", "idu=1,table=usr,schema=indirect"),
+        ("add", "idu=2,table=usr,schema=indirect"),
+        ("modify", "idu=1,table=usr,schema=indirect"),
+        ("delete", "idu=2,table=usr,schema=indirect"),
+    ]
+    assert "6 rows read, 4 commands, 1 documents; statuses S=6" in result.stderr
+    again = run("export", "--db", logged_db, "--out", str(out))
+    assert "0 rows read" in again.stderr
+
+
+def test_export_to_a_directory_names_documents_by_first_record_id(logged_db, tmp_path):
+    out = tmp_path / "docs"
+    result = run("export", "--db", logged_db, "--out", str(out), "--batch-size", "3")
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["00000000000000000001.xml", "00000000000000000006.xml"]
+    sizes = [len(etree.parse(str(out / f)).find("input")) for f in files]
+    assert sizes == [3, 1]
+
+
+def test_export_to_stdout(logged_db):
+    result = run("export", "--db", logged_db, "--out", "-")
+    assert result.exit_code == 0
+    assert etree.fromstring(result.stdout_bytes).tag == "nds"
+
+
+def test_error_rows_exit_1_and_are_listed_on_stderr(logged_db, tmp_path):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(logged_db)
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO indirect_process (table_key, event_type, table_name) VALUES ('idu=1', 42, 'usr')"))
+    engine.dispose()
+    result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 1
+    assert "record_id 7: E: unknown event_type 42" in result.stderr
+
+
+def test_event_log_missing_a_column_exits_2(tmp_path, spark):
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'bad.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "CREATE TABLE indirect_process (record_id INTEGER PRIMARY KEY, table_key TEXT, "
+            "status CHAR(1), event_type INT, event_time TIMESTAMP, perpetrator TEXT, "
+            "table_name TEXT, column_name TEXT, old_value TEXT)"
+        ))
+    engine.dispose()
+    result = run("export", "--db", url, "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 2
+    assert "lacks column(s) new_value" in result.stderr
+
+
+def test_unreachable_database_exits_3(tmp_path):
+    result = run("export", "--db", f"sqlite:///{tmp_path / 'none.db'}", "--out", "-")
+    assert result.exit_code == 3
+
+
+def test_options_come_from_flags_then_environment_then_config_file(logged_db, tmp_path):
+    config = tmp_path / "xdspub.toml"
+    config.write_text('dry-run = true\nbatch-size = 2\n')
+    out = tmp_path / "docs"
+    result = run("export", "--config", str(config), "--db", logged_db, "--out", str(out),
+                 env={"XDSPUB_BATCH_SIZE": "4"})
+    assert result.exit_code == 0, result.output
+    assert len(list(out.iterdir())) == 1  # 4 commands, batch size 4 from the environment
+    again = run("export", "--db", logged_db, "--out", "-", "--batch-size", "1")
+    assert "6 rows read" in again.stderr  # the dry run left the statuses
+
+
+def test_demo_prints_the_documented_documents(capfd, spark):
+    result = run("demo")
+    assert result.exit_code == 0
+    documents = result.stdout.split("<?xml")[1:]
+    kinds = [etree.fromstring(("<?xml" + d.split("<!--")[0]).encode()).find("input")[0].tag for d in documents]
+    assert kinds == ["add", "modify", "modify", "delete", "modify"]
