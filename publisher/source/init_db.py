@@ -20,7 +20,7 @@ def init_db(
     if sample:
         names.append("sample")
         if flavour != "none":
-            names.append(f"triggers_{flavour.replace('-', '_')}")
+            names += [f"triggers_{flavour.replace('-', '_')}", "triggers_common"]
     substitutions = {"schema": schema, "log_table": log_table.rsplit(".", 1)[-1]}
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
