@@ -68,11 +68,12 @@ def run_cycle(settings: Settings, engine, dialect, log, sink: Sink) -> CycleRepo
     current = spark.createDataFrame(
         list(current_rows(engine, dialect, catalogue, requests)), CURRENT_SCHEMA
     )
-    reduction = p.reduce_classified(classified, current, settings.schema)
+    decided = p.decide(classified, current).localCheckpoint(eager=True)
 
-    report = CycleReport(rows=classified.count())
+    report = CycleReport()
     rendered = (
-        reduction.commands.mapInArrow(render_batches, RENDERED_SCHEMA)
+        decided.transform(p.commands(settings.schema, current))
+        .mapInArrow(render_batches, RENDERED_SCHEMA)
         .orderBy("ord_time", "event_id")
         .toLocalIterator()
     )
@@ -84,9 +85,11 @@ def run_cycle(settings: Settings, engine, dialect, log, sink: Sink) -> CycleRepo
 
     report.documents = sink.write(counted())
 
-    statuses = reduction.statuses.localCheckpoint(eager=True)
+    statuses = p.statuses(decided)
     ranges = [(r.status, r.low, r.high) for r in p.status_ranges(statuses).collect()]
-    report.by_status.update({r.status: r["count"] for r in statuses.groupBy("status").count().collect()})
+    for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
+        report.by_status[letter] += high - low + 1
+    report.rows = sum(report.by_status.values())
     report.notes = [
         (r.record_id, r.status, r.reason)
         for r in statuses.where("reason IS NOT NULL").orderBy("record_id").collect()

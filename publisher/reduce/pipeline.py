@@ -12,7 +12,6 @@ Each step is a ``df.transform`` function. The flow:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -352,13 +351,6 @@ def status_ranges(statuses_df: DataFrame) -> DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Reduction:
-    statuses: DataFrame  # record_id, status, reason
-    commands: DataFrame  # ord_time, event_id, kind, class_name, association, attrs
-
-
-def reduce_classified(classified: DataFrame, current: DataFrame, schema: str) -> Reduction:
-    """Precedence and grouping over classified rows, given the query-back rows."""
-    decided = classified.transform(with_query_back(current)).transform(with_precedence)
-    return Reduction(statuses(decided), decided.transform(commands(schema, current)))
+def decide(classified: DataFrame, current: DataFrame) -> DataFrame:
+    """Query-back state and precedence over classified rows: every row's fate is known."""
+    return classified.transform(with_query_back(current)).transform(with_precedence)
