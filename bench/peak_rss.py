@@ -7,7 +7,6 @@ Python driver, the Spark JVM and the Python workers together), sampled every 0.1
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time

@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import sqlalchemy as sa
+
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import write_statuses
 from publisher.model.events import Status
 from publisher.settings import Settings
 from publisher.source.database import connect
-from publisher.source.event_log import open_event_log, read_pending
+from publisher.source.dialects import Dialect
+from publisher.source.event_log import EventLog, open_event_log, read_pending
 from publisher.source.query_back import CURRENT_SCHEMA, current_rows
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
@@ -43,7 +46,10 @@ def export(settings: Settings, out: str) -> CycleReport:
         engine.dispose()
 
 
-def run_cycle(settings: Settings, engine, dialect, log, sink: Sink) -> CycleReport:
+def run_cycle(
+    settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog, sink: Sink
+) -> CycleReport:
+    """One cycle: the pending rows to documents in ``sink``, then their statuses."""
     # Spark is imported here, not at module level, so the CLI's --help stays light.
     from publisher.reduce import pipeline as p
     from publisher.reduce.keys import parsed_keys

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
-from publisher.model.events import EVENT_LOG_COLUMNS
-from publisher.model.events import Status
+from publisher.model.events import EVENT_LOG_COLUMNS, Status
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
 
