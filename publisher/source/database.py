@@ -16,10 +16,10 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
     An SQLite file that does not exist is created only when ``create`` is set; otherwise a
     mistyped path would silently publish from an empty new database."""
     try:
-        engine = sa.create_engine(url)
+        dialect = dialect_of(sa.engine.make_url(url).get_backend_name())
+        engine = sa.create_engine(url, connect_args=dialect.connect_args, pool_pre_ping=True)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
         raise ConfigError(f"bad database URL {url!r}: {exc}") from None
-    dialect = dialect_of(engine)
     database = engine.url.database
     if not dialect.has_schemas and not create and not (database and Path(database).is_file()):
         raise DatabaseUnreachable(f"SQLite database file {database!r} does not exist")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,14 +28,20 @@ class Dialect:
     now: Callable[[], sa.ColumnElement]
     # Runs a script of several statements (the files under sql/) on a DBAPI connection.
     run_script: Callable[[Any, str], None]
+    # One publisher per event log: SQL that tries to take a lock named :name for the life
+    # of its session and returns a true value when it did; None: a lock file beside the
+    # database (SQLite).
+    lock_query: str | None = None
     # Prepares each new DBAPI connection (SQLite: the base64 function its triggers call).
     on_connect: Callable[[Any], None] | None = None
+    connect_args: dict[str, Any] = field(default_factory=dict)
 
     def jdbc(self, url: URL) -> str:
         if url.database in (None, "", ":memory:") and not self.has_schemas:
             raise ConfigError(f"{url.render_as_string()}: Spark needs a database file, not memory")
+        port = url.port or {"postgresql": 5432, "mysql": 3306}.get(self.name, "")
         return self.jdbc_url.format(
-            host=url.host or "127.0.0.1", port=url.port or "", database=url.database or ""
+            host=url.host or "127.0.0.1", port=port, database=url.database or ""
         )
 
 
@@ -63,13 +69,55 @@ SQLITE = Dialect(
     on_connect=_sqlite_base64,
 )
 
-DIALECTS = {d.name: d for d in (SQLITE,)}
+def _run_each_result(connection: Any, script: str) -> None:
+    # PyMySQL runs a multi-statement script when the connection allows it (see
+    # connect_args); every result must be read before the connection is used again.
+    with connection.cursor() as cursor:
+        cursor.execute(script)
+        while cursor.nextset():
+            pass
 
 
-def dialect_of(engine: sa.Engine) -> Dialect:
+POSTGRESQL = Dialect(
+    name="postgresql",
+    jdbc_url="jdbc:postgresql://{host}:{port}/{database}",
+    jdbc_driver="org.postgresql.Driver",
+    jar="/usr/share/java/postgresql.jar",
+    has_schemas=True,
+    sql_dir="postgresql",
+    max_bind_params=32767,
+    time_order=lambda column: sa.extract("epoch", column),
+    now=lambda: sa.literal_column("(clock_timestamp() AT TIME ZONE 'utc')"),
+    run_script=lambda connection, script: connection.execute(script),
+    lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
+)
+
+MARIADB = Dialect(
+    name="mysql",
+    # The mysql scheme makes Spark quote identifiers with backticks; MariaDB's driver takes it.
+    jdbc_url="jdbc:mysql://{host}:{port}/{database}",
+    jdbc_driver="org.mariadb.jdbc.Driver",
+    jar="/usr/share/java/mariadb-java-client.jar",
+    has_schemas=True,
+    sql_dir="mariadb",
+    max_bind_params=65535,
+    time_order=lambda column: sa.func.timestampdiff(
+        sa.literal_column("MICROSECOND"), sa.literal_column("'1970-01-01'"), column
+    ),
+    now=lambda: sa.func.utc_timestamp(6),
+    run_script=_run_each_result,
+    lock_query="SELECT GET_LOCK(:name, 0)",
+    connect_args={"client_flag": 1 << 16},  # CLIENT.MULTI_STATEMENTS, for init-db scripts
+)
+
+DIALECTS = {d.name: d for d in (SQLITE, POSTGRESQL, MARIADB)} | {"mariadb": MARIADB}
+
+
+def dialect_of(backend: str) -> Dialect:
+    """The Dialect of a SQLAlchemy backend name (``mysql`` serves MariaDB)."""
     try:
-        return DIALECTS[engine.dialect.name]
+        return DIALECTS[backend]
     except KeyError:
         raise ConfigError(
-            f"database {engine.dialect.name!r} is not supported (supported: {', '.join(DIALECTS)})"
+            f"database {backend!r} is not supported (supported: sqlite, postgresql, mariadb)"
         ) from None

@@ -5,7 +5,6 @@ running it again creates what is missing and keeps what exists."""
 from __future__ import annotations
 
 from importlib import resources
-from string import Template
 
 import sqlalchemy as sa
 
@@ -21,11 +20,13 @@ def init_db(
         names.append("sample")
         if flavour != "none":
             names += [f"triggers_{flavour.replace('-', '_')}", "triggers_common"]
-    substitutions = {"schema": schema, "log_table": log_table.rsplit(".", 1)[-1]}
+    substitutions = {"{{schema}}": schema, "{{log_table}}": log_table.rsplit(".", 1)[-1]}
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         for name in names:
             text = (folder / f"{name}.sql").read_text(encoding="utf-8")
-            dialect.run_script(raw, Template(text).substitute(substitutions))
-        conn.commit()
+            for placeholder, value in substitutions.items():
+                text = text.replace(placeholder, value)
+            dialect.run_script(raw, text)
+        raw.commit()
     return names

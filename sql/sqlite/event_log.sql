@@ -1,6 +1,6 @@
 -- The event log table (PUBLISHER.md section 1). Columns are read by position; their
--- names may be changed, their order may not. $log_table is filled in by `xdspub init-db`.
-CREATE TABLE IF NOT EXISTS $log_table (
+-- names may be changed, their order may not. {{log_table}} is filled in by `xdspub init-db`.
+CREATE TABLE IF NOT EXISTS {{log_table}} (
     record_id   INTEGER PRIMARY KEY AUTOINCREMENT,  -- positive, ascending, never reused
     table_key   VARCHAR(1024),
     status      CHAR(1) NOT NULL DEFAULT 'N',
@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS $log_table (
 
 -- Pending rows by record_id, and by event_time for future-event processing: partial
 -- indexes stay as small as the backlog.
-CREATE INDEX IF NOT EXISTS ${log_table}_pending
-    ON $log_table (record_id) WHERE status = 'N';
-CREATE INDEX IF NOT EXISTS ${log_table}_pending_time
-    ON $log_table (event_time, record_id) WHERE status = 'N';
+CREATE INDEX IF NOT EXISTS {{log_table}}_pending
+    ON {{log_table}} (record_id) WHERE status = 'N';
+CREATE INDEX IF NOT EXISTS {{log_table}}_pending_time
+    ON {{log_table}} (event_time, record_id) WHERE status = 'N';

@@ -1,0 +1,21 @@
+-- The event log table (PUBLISHER.md section 1). Columns are read by position; their
+-- names may be changed, their order may not. {{schema}} (a MariaDB database) and
+-- {{log_table}} are filled in by `xdspub init-db`. event_time is UTC. The binary
+-- collation keeps status comparisons case-sensitive, as the documents require.
+CREATE DATABASE IF NOT EXISTS {{schema}};
+
+CREATE TABLE IF NOT EXISTS {{schema}}.{{log_table}} (
+    record_id   BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    table_key   VARCHAR(1024),
+    status      CHAR(1) NOT NULL DEFAULT 'N',
+    event_type  SMALLINT,
+    event_time  DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6),
+    perpetrator VARCHAR(128),
+    table_name  VARCHAR(128),
+    column_name VARCHAR(128),
+    old_value   LONGTEXT,
+    new_value   LONGTEXT,
+    -- MariaDB has no partial indexes: status leads, so the pending rows are one range.
+    KEY {{log_table}}_pending (status, record_id),
+    KEY {{log_table}}_pending_time (status, event_time, record_id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
