@@ -16,6 +16,7 @@ import click
 from publisher.errors import XdspubError
 
 EXIT_ROW_ERRORS = 1
+DEFAULT_QUERY_LIMIT = 10000  # Query Limit of the polling service (section 7)
 
 
 def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
@@ -60,7 +61,8 @@ def publishing_options(command: Callable) -> Callable:
             _option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes."),
             _option("--future-events", is_flag=True, help="Order by event_time; future rows wait."),
             _option("--delete-processed", is_flag=True, help="Delete S and W rows, not mark them."),
-            _option("--query-limit", type=click.IntRange(min=1), help="Rows read per cycle."),
+            _option("--query-limit", type=click.IntRange(min=1),
+                    help="Rows read per cycle (export: all; poll: 10000)."),
             _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
                     help="Commands per XDS document (directory output)."),
             _option("--dry-run", is_flag=True, help="Write the output, leave the statuses."),
@@ -117,6 +119,40 @@ def export(out: str, **options: Any) -> None:
 
     report = run_export(Settings(**options), out)
     _report(report)
+
+
+@cli.command()
+@publishing_options
+@_option("--out", required=True, help="A directory, or - for standard output.")
+@_option("--interval", type=click.IntRange(1, 604800), default=10, show_default=True,
+         help="Polling Interval, seconds.")
+@_option("--heartbeat", type=click.FloatRange(min=0), default=0, show_default=True,
+         help="Heartbeat Interval, minutes of idleness (0: off).")
+@_option("--post-statements", help="SQL run after each active cycle.")
+@_option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics here.")
+@_option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def poll(
+    out: str,
+    interval: int,
+    heartbeat: float,
+    post_statements: str | None,
+    metrics_port: int | None,
+    log_format: str,
+    **options: Any,
+) -> None:
+    """The polling service: publish what is pending every interval, until SIGTERM."""
+    from publisher.service import logs
+    from publisher.service.loop import PollingService, ServiceOptions
+    from publisher.settings import Settings
+
+    logs.configure(log_format)
+    options["query_limit"] = options["query_limit"] or DEFAULT_QUERY_LIMIT
+    service = PollingService(
+        Settings(**options),
+        ServiceOptions(interval, heartbeat, post_statements, metrics_port),
+        out,
+    )
+    click.get_current_context().exit(service.run())
 
 
 @cli.command()

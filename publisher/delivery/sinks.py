@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from publisher.errors import SinkError
-from publisher.render.xds import envelope
+from publisher.render.xds import envelope, heartbeat_xml
 
 Rendered = tuple[int, bytes]  # first record_id of the command, its XML
 
@@ -21,6 +21,9 @@ Rendered = tuple[int, bytes]  # first record_id of the command, its XML
 class Sink(Protocol):
     def write(self, commands: Iterable[Rendered]) -> int:
         """Write every command durably; return how many documents were written."""
+
+    def heartbeat(self) -> None:
+        """Write a document holding only the heartbeat status."""
 
 
 def _write_document(stream: BinaryIO, commands: Iterable[Rendered]) -> None:
@@ -63,6 +66,9 @@ class FileSink:
         _sync_directory(self.path.parent)
         return 1
 
+    def heartbeat(self) -> None:
+        self.write([(0, heartbeat_xml())])
+
 
 class StdoutSink:
     def write(self, commands: Iterable[Rendered]) -> int:
@@ -70,6 +76,9 @@ class StdoutSink:
         _write_document(stream, commands)
         stream.flush()
         return 1
+
+    def heartbeat(self) -> None:
+        self.write([(0, heartbeat_xml())])
 
 
 class DirectorySink:
@@ -87,6 +96,10 @@ class DirectorySink:
         if documents:
             _sync_directory(self.directory)
         return documents
+
+    def heartbeat(self) -> None:
+        """The latest heartbeat, always under one name."""
+        _durably(self.directory / "heartbeat.xml", [(0, heartbeat_xml())])
 
 
 def _batches(commands: Iterable[Rendered], size: int) -> Iterator[list[Rendered]]:

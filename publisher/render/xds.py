@@ -70,6 +70,11 @@ def command_xml(command: etree._Element, level: int = 2) -> bytes:
     return (_INDENT * level).encode() + etree.tostring(command, encoding="utf-8") + b"\n"
 
 
+def heartbeat_xml() -> bytes:
+    """The heartbeat status, as it stands in <nds><input>."""
+    return command_xml(copy.deepcopy(_skeleton("heartbeat")))
+
+
 @lru_cache(maxsize=None)
 def envelope() -> tuple[bytes, bytes]:
     """The document's text before and after its commands, from the envelope skeleton."""

@@ -102,3 +102,15 @@ def read_pending(
     if url.password:
         reader = reader.option("password", url.password)
     return reader.load().localCheckpoint(eager=True)
+
+
+def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:
+    """How many rows are pending and the oldest event_time among them: one cheap query."""
+    c = log.column
+    query = sa.select(sa.func.count(), sa.func.min(c("event_time"))).where(
+        c("status") == Status.NEW
+    )
+    if future_events:
+        event_order = dialect.time_order(c("event_time"))
+        query = query.where(event_order <= dialect.time_order(dialect.now()))
+    return query

@@ -1,0 +1,1 @@
+"""``xdspub poll``: the polling service around ``cycle.run_cycle``."""

@@ -1,0 +1,176 @@
+"""The polling service (PUBLISHER.md sections 6 and 7).
+
+One warm Spark session for the life of the service. Each cycle first asks the database
+one cheap question (how many rows are pending); only when some are does a Spark cycle
+run. A failing cycle (database restarting, connection dropped, sink unwritable) is
+logged and retried with a growing pause; since statuses are written only after the
+documents are durable, a retry re-publishes under the same names and loses nothing.
+SIGTERM and SIGINT let the current cycle finish, then the service exits 0."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from publisher.cycle import CycleReport, run_cycle
+from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
+from publisher.errors import ConfigError, DatabaseUnreachable
+from publisher.service.lock import PublisherLock
+from publisher.service.logs import log
+from publisher.service.metrics import Metrics
+from publisher.settings import Settings
+from publisher.source.database import connect
+from publisher.source.dialects import Dialect
+from publisher.source.event_log import EventLog, open_event_log, pending_probe
+
+MAX_BACKOFF_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    interval: float = 10.0  # Polling Interval, seconds
+    heartbeat_minutes: float = 0.0  # 0: off
+    post_statements: str | None = None  # SQL run after an active cycle
+    metrics_port: int | None = None
+
+
+class PollingService:
+    def __init__(self, settings: Settings, options: ServiceOptions, out: str) -> None:
+        self.settings, self.options = settings, options
+        self.sink = open_sink(out, settings.batch_size)
+        if not isinstance(self.sink, (DirectorySink, StdoutSink)):
+            raise ConfigError("poll writes to a directory or to standard output (-)")
+        self.stopping = threading.Event()
+        self.metrics = Metrics()
+
+    def stop(self, *_args: object) -> None:
+        self.stopping.set()
+
+    def run(self) -> int:
+        for number in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(number, self.stop)
+        if self.options.metrics_port is not None:
+            self.metrics.serve(self.options.metrics_port)
+        engine, dialect = self._connect()
+        if engine is None:
+            return 0
+        log_table = open_event_log(engine, dialect, self.settings)
+        lock = PublisherLock(engine, dialect, f"xdspub:{self.settings.schema}.{self.settings.log_table}")
+        self._warm_spark()
+        backoff = self.options.interval
+        last_active = time.monotonic()
+        while not self.stopping.is_set():
+            try:
+                if not lock.held() and not self._acquire(lock):
+                    break
+                count, oldest = self._probe(engine, dialect, log_table)
+                if count:
+                    report = self._cycle(engine, dialect, log_table)
+                    last_active = time.monotonic()
+                    if self.settings.query_limit and report.rows >= self.settings.query_limit:
+                        continue  # more are waiting: no pause
+                elif self._heartbeat_due(last_active):
+                    self.sink.heartbeat()
+                    log(logging.INFO, "heartbeat")
+                    last_active = time.monotonic()
+                backoff = self.options.interval
+            except ConfigError:
+                raise
+            except Exception as exc:  # the service outlives any one failed cycle
+                log(logging.ERROR, "cycle failed", error=_one_line(exc), retry_in=f"{backoff:.0f}s")
+                self.stopping.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                continue
+            self.stopping.wait(self.options.interval)
+        lock.release()
+        engine.dispose()
+        log(logging.INFO, "stopped")
+        return 0
+
+    def _connect(self) -> tuple[sa.Engine | None, Dialect | None]:
+        backoff = self.options.interval
+        while not self.stopping.is_set():
+            try:
+                return connect(self.settings.db_url)
+            except DatabaseUnreachable as exc:
+                log(logging.ERROR, "database unreachable", error=str(exc), retry_in=f"{backoff:.0f}s")
+                self.stopping.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+        return None, None
+
+    def _warm_spark(self) -> None:
+        from publisher.spark import spark_session
+
+        started = time.monotonic()
+        spark_session(self.settings.spark_master)
+        log(logging.INFO, "spark ready", seconds=f"{time.monotonic() - started:.1f}")
+
+    def _acquire(self, lock: PublisherLock) -> bool:
+        """Wait for the publisher lock; False if asked to stop first."""
+        waiting_logged = False
+        while not self.stopping.is_set():
+            if lock.try_acquire():
+                log(logging.INFO, "lock acquired", lock=lock.name)
+                return True
+            if not waiting_logged:
+                log(logging.INFO, "waiting for the publisher lock", lock=lock.name)
+                waiting_logged = True
+            self.stopping.wait(self.options.interval)
+        return False
+
+    def _probe(
+        self, engine: sa.Engine, dialect: Dialect, log_table: EventLog
+    ) -> tuple[int, dt.datetime | None]:
+        query = pending_probe(log_table, dialect, self.settings.future_events)
+        with engine.connect() as conn:
+            count, oldest = conn.execute(query).one()
+        self.metrics.pending.set(count)
+        if oldest is not None:
+            if isinstance(oldest, str):  # SQLite keeps timestamps as text
+                oldest = dt.datetime.fromisoformat(oldest)
+            now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+            self.metrics.lag.set(max(0.0, (now - oldest).total_seconds()))
+        else:
+            self.metrics.lag.set(0)
+        return count, oldest
+
+    def _cycle(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> CycleReport:
+        started = time.monotonic()
+        report = run_cycle(self.settings, engine, dialect, log_table, self.sink)
+        if self.options.post_statements and not self.settings.dry_run:
+            with engine.connect() as conn:
+                raw = conn.connection.driver_connection
+                dialect.run_script(raw, self.options.post_statements)
+                raw.commit()
+        seconds = time.monotonic() - started
+        self.metrics.cycle.observe(seconds)
+        for letter, count in report.by_status.items():
+            self.metrics.rows.labels(letter).inc(count)
+        for record_id, letter, why in report.notes:
+            level = logging.ERROR if letter == "E" else logging.WARNING
+            log(level, "row", record_id=record_id, status=letter, reason=why)
+        log(
+            logging.INFO,
+            "cycle",
+            rows=report.rows,
+            commands=report.commands,
+            documents=report.documents,
+            **{f"status_{k}": v for k, v in sorted(report.by_status.items())},
+            seconds=f"{seconds:.2f}",
+        )
+        return report
+
+    def _heartbeat_due(self, last_active: float) -> bool:
+        minutes = self.options.heartbeat_minutes
+        return minutes > 0 and time.monotonic() - last_active >= minutes * 60
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text.splitlines()[0][:500] if text else type(exc).__name__
