@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import os
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,14 +30,48 @@ def spark():
     return spark_session("local[2]")
 
 
-class SampleDb:
-    """An SQLite database with the sample schema (no triggers unless asked) and its log."""
+SERVERS = {
+    "postgresql": os.environ.get("XDSPUB_TEST_POSTGRESQL", "postgresql+psycopg://root@127.0.0.1:5432/test"),
+    "mariadb": os.environ.get("XDSPUB_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306/test"),
+}
 
-    def __init__(self, path: Path, triggers: str = "none") -> None:
-        self.path = path
-        self.settings = Settings(db_url=f"sqlite:///{path}", spark_master="local[2]")
-        self.engine, self.dialect = connect(self.settings.db_url, create=True)
-        init_db(self.engine, self.dialect, "indirect", "indirect_process", True, triggers)
+
+def server_url(name: str) -> str:
+    """The test server's URL; unreachable is a failure in CI and a skip elsewhere."""
+    url = SERVERS[name]
+    try:
+        engine = sa.create_engine(url)
+        with engine.connect():
+            pass
+        engine.dispose()
+    except sa.exc.DBAPIError as exc:
+        message = f"{name} test server unreachable at {url}: {exc.orig}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return url
+
+
+class SampleDb:
+    """A database with the sample schema (no triggers unless asked) and its event log.
+
+    SQLite: a new file. PostgreSQL and MariaDB: a new schema, dropped afterwards."""
+
+    def __init__(self, url: str, schema: str = "indirect", triggers: str = "none") -> None:
+        self.settings = Settings(db_url=url, schema=schema, spark_master="local[2]")
+        self.engine, self.dialect = connect(url, create=True)
+        self.schema = schema
+        init_db(self.engine, self.dialect, schema, "indirect_process", True, triggers)
+
+    def table(self, name: str) -> str:
+        return f"{self.schema}.{name}" if self.dialect.has_schemas else name
+
+    def drop(self) -> None:
+        if self.dialect.has_schemas:
+            drop = "DROP SCHEMA {} CASCADE" if self.dialect.name == "postgresql" else "DROP DATABASE {}"
+            with self.engine.begin() as conn:
+                conn.execute(sa.text(drop.format(self.schema)))
+        self.engine.dispose()
 
     def execute(self, sql: str, **params: object) -> None:
         with self.engine.begin() as conn:
@@ -49,18 +85,18 @@ class SampleDb:
             values.update(columns)
             names = ", ".join(values)
             binds = ", ".join(f":{n}" for n in values)
-            self.execute(f"INSERT INTO indirect_process ({names}) VALUES ({binds})", **values)
+            self.execute(f"INSERT INTO {self.table('indirect_process')} ({names}) VALUES ({binds})", **values)
 
     def add_user(self, idu: int, fname: str | None, lname: str | None, photo_b64: str | None) -> None:
         photo = base64.b64decode(photo_b64) if photo_b64 is not None else None
         self.execute(
-            "INSERT INTO usr (idu, fname, lname, photo) VALUES (:i, :f, :l, :p)",
+            f"INSERT INTO {self.table('usr')} (idu, fname, lname, photo) VALUES (:i, :f, :l, :p)",
             i=idu, f=fname, l=lname, p=photo,
         )
 
     def statuses(self) -> dict[int, str]:
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.text("SELECT record_id, status FROM indirect_process"))
+            rows = conn.execute(sa.text(f"SELECT record_id, status FROM {self.table('indirect_process')}"))
             return {r[0]: r[1] for r in rows}
 
     def publish(self, out: Path, **overrides: object) -> tuple[etree._Element, CycleReport]:
@@ -70,11 +106,25 @@ class SampleDb:
         return etree.parse(str(out)).getroot(), report
 
 
+def make_sample_db(kind: str, tmp_path: Path, triggers: str = "none") -> SampleDb:
+    if kind == "sqlite":
+        return SampleDb(f"sqlite:///{tmp_path / 'sample.db'}", triggers=triggers)
+    return SampleDb(server_url(kind), f"xt_{uuid.uuid4().hex[:10]}", triggers)
+
+
 @pytest.fixture
 def sample_db(tmp_path: Path, spark) -> SampleDb:
-    db = SampleDb(tmp_path / "sample.db")
+    db = make_sample_db("sqlite", tmp_path)
     yield db
-    db.engine.dispose()
+    db.drop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+def any_db(request, tmp_path: Path, spark) -> SampleDb:
+    """The sample database on each of the three databases in turn."""
+    db = make_sample_db(request.param, tmp_path)
+    yield db
+    db.drop()
 
 
 @pytest.fixture
