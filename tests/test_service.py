@@ -1,0 +1,202 @@
+"""``xdspub poll`` as a real process: signals, kill -9 and restart, takeover, faults,
+logs, metrics, heartbeat and post-polling statements."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from lxml import etree
+
+from tests.conftest import make_sample_db
+
+INTERVAL = 1
+
+
+class Poll:
+    """One ``xdspub poll`` process in a process group of its own (with its Spark JVM)."""
+
+    def __init__(self, db, out: Path, log_path: Path, *extra: str) -> None:
+        self.log_path = log_path
+        self.stream = open(log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "publisher", "poll", "--db", db.settings.db_url,
+             "--schema", db.schema, "--out", str(out), "--interval", str(INTERVAL),
+             "--master", "local[2]", *extra],
+            stdout=subprocess.DEVNULL, stderr=self.stream, start_new_session=True,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 120) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return time.monotonic()
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"no {what} within {timeout}s; log:\n{self.log()[-3000:]}")
+
+    def wait_log(self, text: str, timeout: float = 120) -> float:
+        return self.wait_for(lambda: text in self.log(), repr(text), timeout)
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)  # the service's own process only
+        code = self.process.wait(timeout=120)
+        self.stream.close()
+        return code
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)  # the whole service, JVM included
+        self.process.wait(timeout=30)
+        self.stream.close()
+
+
+@pytest.fixture
+def pg(tmp_path, spark):
+    db = make_sample_db("postgresql", tmp_path)
+    yield db
+    db.drop()
+
+
+@pytest.fixture
+def lite(tmp_path, spark):
+    db = make_sample_db("sqlite", tmp_path)
+    yield db
+    db.drop()
+
+
+def deletes(db, first: int, count: int) -> None:
+    """Type-4 events on distinct objects: each row is one command and one document."""
+    log = db.table("indirect_process")
+    with db.engine.begin() as conn:
+        conn.execute(
+            sa.text(f"INSERT INTO {log} (table_key, event_type, table_name) VALUES (:k, 4, 'usr')"),
+            [{"k": f"idu={i}"} for i in range(first, first + count)],
+        )
+
+
+def assert_marked_rows_were_delivered(db, out: Path) -> dict[int, str]:
+    statuses = db.statuses()
+    delivered = {int(p.stem) for p in out.glob("*.xml")}
+    marked = {rid for rid, letter in statuses.items() if letter != "N"}
+    assert marked <= delivered, f"marked without a document: {sorted(marked - delivered)[:10]}"
+    return statuses
+
+
+def test_sigterm_finishes_the_cycle_and_exits_0(lite, tmp_path):
+    deletes(lite, 1, 200)
+    poll = Poll(lite, tmp_path / "out", tmp_path / "poll.log")
+    poll.wait_log("lock acquired")
+    assert poll.terminate() == 0
+    log = poll.log()
+    assert log.index("info cycle rows=200") < log.index("info stopped")
+    assert set(lite.statuses().values()) == {"S"}
+
+
+def test_kill_9_at_any_moment_then_restart_loses_nothing(pg, tmp_path):
+    out = tmp_path / "out"
+    deletes(pg, 1, 300)
+    for attempt, moment in enumerate((1, 60, 150)):
+        poll = Poll(pg, out, tmp_path / f"poll{attempt}.log", "--query-limit", "40")
+        poll.wait_for(lambda: len(list(out.glob("*.xml"))) >= moment, f"{moment} documents")
+        poll.kill()
+        assert_marked_rows_were_delivered(pg, out)
+    poll = Poll(pg, out, tmp_path / "final.log", "--query-limit", "40")
+    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "every row published")
+    assert poll.terminate() == 0
+    assert_marked_rows_were_delivered(pg, out)
+    assert len(list(out.glob("*.xml"))) == 300
+
+
+def test_a_second_publisher_waits_and_takes_over(pg, tmp_path):
+    out = tmp_path / "out"
+    first = Poll(pg, out, tmp_path / "first.log")
+    first.wait_log("lock acquired")
+    second = Poll(pg, out, tmp_path / "second.log")
+    second.wait_log("waiting for the publisher lock")
+    deletes(pg, 1, 5)
+    first.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "the first's cycle")
+    assert "lock acquired" not in second.log()
+
+    first.kill()
+    killed = time.monotonic()
+    took_over = second.wait_log("lock acquired")
+    assert took_over - killed <= 2 * INTERVAL + 1
+    deletes(pg, 6, 5)
+    second.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "the second's cycle")
+    assert second.terminate() == 0
+
+
+def test_dropped_connections_an_unwritable_sink_and_a_restart_are_retried(pg, tmp_path):
+    out = tmp_path / "out"
+    poll = Poll(pg, out, tmp_path / "poll.log")
+    poll.wait_log("lock acquired")
+
+    with pg.engine.begin() as conn:  # drop every other session of this database
+        conn.execute(sa.text(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ))
+    deletes(pg, 1, 3)
+    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "publication after a drop")
+
+    out.rename(tmp_path / "moved")
+    out.write_text("not a folder")
+    deletes(pg, 4, 3)
+    poll.wait_log("cycle failed")
+    assert [s for s in pg.statuses().values()].count("N") == 3
+    out.unlink()
+    (tmp_path / "moved").rename(out)
+    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "publication after the sink is back")
+
+    cluster = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()[0]
+    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"], check=True)
+    deletes(pg, 7, 3)
+    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "publication after a restart")
+    assert poll.terminate() == 0
+    assert_marked_rows_were_delivered(pg, out)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_json_logs_metrics_heartbeat_and_post_polling_statements(lite, tmp_path):
+    lite.execute("CREATE TABLE marker (n INTEGER)")
+    port = free_port()
+    out = tmp_path / "out"
+    deletes(lite, 1, 3)
+    lite.log(("idu=1", 9, "usr"))
+    poll = Poll(lite, out, tmp_path / "poll.log", "--log-format", "json", "--metrics-port", str(port),
+                "--heartbeat", "0.02", "--post-statements", "INSERT INTO marker VALUES (1)")
+    poll.wait_for(lambda: (out / "heartbeat.xml").exists(), "a heartbeat")
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+    assert poll.terminate() == 0
+
+    lines = [json.loads(line) for line in poll.log().splitlines() if line.startswith("{")]
+    cycle = next(line for line in lines if line["event"] == "cycle")
+    assert cycle["rows"] == 4 and cycle["status_S"] == 3 and cycle["status_E"] == 1
+    error = next(line for line in lines if line["event"] == "row")
+    assert error["record_id"] == 4 and "unknown event_type 9" in error["reason"]
+    assert 'xdspub_rows_total{status="S"} 3.0' in metrics
+    assert "xdspub_pending_rows 0.0" in metrics
+    assert "xdspub_cycle_duration_seconds_count 1.0" in metrics
+    status = etree.parse(str(out / "heartbeat.xml")).find("input/status")
+    assert status.attrib == {"level": "success", "type": "heartbeat"}
+    with lite.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM marker")).scalar() == 1
