@@ -26,7 +26,16 @@ def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) 
                 data = tomllib.load(stream)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise click.BadParameter(f"cannot read {path}: {exc}") from None
-        ctx.default_map = {key.replace("-", "_"): value for key, value in data.items()}
+        names = {
+            opt.lstrip("-").replace("-", "_"): param.name
+            for param in ctx.command.params
+            for opt in param.opts
+            if opt.startswith("--") and param.name != "config"
+        }
+        unknown = sorted(k for k in data if k.replace("-", "_") not in names)
+        if unknown:
+            raise click.BadParameter(f"{path}: unknown key(s) {', '.join(unknown)}")
+        ctx.default_map = {names[k.replace("-", "_")]: v for k, v in data.items()}
     return path
 
 

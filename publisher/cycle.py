@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
+from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
+from publisher.errors import PublisherBusy
 from publisher.delivery.status import write_statuses
 from publisher.model.events import Status
 from publisher.settings import Settings
@@ -40,9 +42,13 @@ def export(settings: Settings, out: str) -> CycleReport:
     engine, dialect = connect(settings.db_url)
     log = open_event_log(engine, dialect, settings)
     sink = open_sink(out, settings.batch_size)
+    lock = PublisherLock(engine, dialect, lock_name(settings))
     try:
+        if not lock.try_acquire():
+            raise PublisherBusy(f"another publisher is active on {settings.log_table} (lock {lock.name})")
         return run_cycle(settings, engine, dialect, log, sink)
     finally:
+        lock.release()
         engine.dispose()
 
 
@@ -61,7 +67,8 @@ def run_cycle(
     events = read_pending(spark, engine, log, dialect, settings)
     columns = spark.createDataFrame(catalogue.column_rows(), COLUMNS_SCHEMA)
     classified = (
-        events.transform(p.with_order(settings.future_events))
+        events.transform(p.with_event_type)
+        .transform(p.with_order(settings.future_events))
         .transform(p.with_keys(parsed_keys(events)))
         .transform(p.with_schema(columns))
         .transform(p.classify(settings.schema, publisher_user, settings.allow_loopback))

@@ -13,6 +13,12 @@ class ConfigError(XdspubError):
     exit_code = 2
 
 
+class PublisherBusy(XdspubError):
+    """Another publisher holds this event log."""
+
+    exit_code = 2
+
+
 class DatabaseUnreachable(XdspubError):
     exit_code = 3
 

@@ -133,3 +133,46 @@ def test_demo_prints_the_documented_documents(capfd, spark):
     documents = result.stdout.split("<?xml")[1:]
     kinds = [etree.fromstring(("<?xml" + d.split("<!--")[0]).encode()).find("input")[0].tag for d in documents]
     assert kinds == ["add", "modify", "modify", "delete", "modify"]
+
+
+def test_event_log_with_a_column_renamed_away_is_refused(tmp_path, spark):
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'bad.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # ten columns, but perpetrator is missing
+        conn.execute(sa.text(
+            "CREATE TABLE indirect_process (record_id INTEGER PRIMARY KEY, table_key TEXT, "
+            "status CHAR(1), event_type INT, event_time TIMESTAMP, table_name TEXT, "
+            "column_name TEXT, old_value TEXT, new_value TEXT, note TEXT)"
+        ))
+    engine.dispose()
+    result = run("export", "--db", url, "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 2
+    assert "lacks column(s) perpetrator" in result.stderr
+
+
+def test_config_file_keys_are_the_option_names(logged_db, tmp_path):
+    config = tmp_path / "xdspub.toml"
+    config.write_text(f'db = "{logged_db}"\nmaster = "local[2]"\ndry-run = true\n')
+    result = run("export", "--config", str(config), "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 0, result.output
+    config.write_text('db = "x"\nno-such-option = 1\n')
+    result = run("export", "--config", str(config), "--out", "-")
+    assert result.exit_code == 2 and "unknown key(s) no-such-option" in result.output
+
+
+def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
+    from publisher.delivery.lock import PublisherLock, lock_name
+    from publisher.settings import Settings
+    from publisher.source.database import connect
+
+    engine, dialect = connect(logged_db)
+    lock = PublisherLock(engine, dialect, lock_name(Settings(db_url=logged_db)))
+    assert lock.try_acquire()
+    try:
+        result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
+    finally:
+        lock.release()
+        engine.dispose()
+    assert result.exit_code == 2 and "another publisher is active" in result.stderr

@@ -152,7 +152,12 @@ def test_future_events_wait_and_the_rest_go_by_event_time(sample_db, publish):
         (("idu=1", 1, "usr", None, None, "x"), "column_name is NULL for per-field event_type 1"),
         (("idu=1", 1, "usr", "fname", None, "a\x01b"), "new_value has a character XML 1.0 cannot carry at position 2"),
         (("idu=1", 2, "usr", "idu", "1", "one"), "new_value one is not a valid int value"),
-        (("idu=x", 6, "usr"), "key value 'x' of idu is not an integer"),
+        (("idu=x", 6, "usr"), "table_key value x of idu is not an integer"),
+        (("idu=abc", 4, "usr"), "table_key value abc of idu is not an integer"),
+        (("idu=99999999999999999999", 6, "usr"), "table_key value 99999999999999999999 of idu is not"),
+        (("idu=1", 2.5, "usr"), "unknown event_type 2.5"),
+        (("idu=\x0b1", 4, "usr"), "table_key has a character XML 1.0 cannot carry at position 5"),
+        (("idu=1", 1, "usr", "fn\x01", None, "x"), "column_name has a character XML 1.0 cannot"),
     ],
 )
 def test_bad_rows_are_marked_E_with_a_reason_and_the_rest_goes_on(sample_db, publish, row, reason):
@@ -181,6 +186,41 @@ def test_padded_key_is_canonicalised_grouped_and_marked_W(sample_db, publish):
     assert commands(document) == [("add", ASSOC, ["fname", "lname"])]
     assert sample_db.statuses() == {1: "S", 2: "W"}
     assert report.notes == [(2, "W", "table_key idu= 1 is not canonical; published as idu=1")]
+
+
+def test_values_that_are_not_rendered_are_not_checked(sample_db, publish):
+    sample_db.log(("idu=1", 3, "usr", "fname", "\x01", "ok"), ("idu=2", 1, "usr", "fname", "\x02", "ok"))
+    document, report = publish()
+    assert report.errors == [] and len(commands(document)) == 2
+
+
+def test_type_3_with_null_new_value_removes_all_values(sample_db, publish):
+    sample_db.log(("idu=1", 3, "usr", "fname", "Jack", None))
+    document, _ = publish()
+    assert commands(document) == [("modify", ASSOC, ["fname"])]
+    [attr] = document.iter("modify-attr")
+    assert [child.tag for child in attr] == ["remove-all-values"]
+
+
+def test_query_back_before_a_delete_has_no_effect_on_what_follows_it(sample_db, publish):
+    sample_db.add_user(2, "X", None, None)  # deleted, then created again, in one cycle
+    assert2 = "idu=2,table=usr,schema=indirect"
+    sample_db.log(("idu=2", 6, "usr"), ("idu=2", 4, "usr"), ("idu=2", 1, "usr", "fname", None, "X"))
+    document, _ = publish()
+    assert commands(document) == [("delete", assert2, []), ("add", assert2, ["fname"])]
+    assert sample_db.statuses() == {1: "S", 2: "S", 3: "S"}
+
+
+def test_query_back_of_time_and_date_keyed_tables(sample_db, publish):
+    sample_db.execute("CREATE TABLE shift (id INTEGER PRIMARY KEY, starts TIME)")
+    sample_db.execute("CREATE TABLE h (emp INTEGER, day DATE, note TEXT, PRIMARY KEY (emp, day))")
+    sample_db.execute("INSERT INTO shift VALUES (1, '10:30:00'), (2, 'half past ten')")
+    sample_db.execute("INSERT INTO h VALUES (1, '2024-01-01', 'on call')")
+    sample_db.log(("id=1", 6, "shift"), ("id=2", 6, "shift"), ("emp=1+day=2024-01-01", 6, "h"))
+    document, report = publish()
+    assert values_of(document) == {"starts": ["37800"], "note": ["on call"]}
+    assert [rid for rid, _ in report.errors] == [2]
+    assert "current value 'half past ten' of starts is not a valid time value" in report.errors[0][1]
 
 
 # Value types (section 4) ---------------------------------------------------------------

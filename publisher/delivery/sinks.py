@@ -45,6 +45,9 @@ def _durably(path: Path, commands: Iterable[Rendered]) -> None:
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise SinkError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    except BaseException:  # the commands failed to come: leave no half document behind
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _sync_directory(directory: Path) -> None:

@@ -53,5 +53,7 @@ def epoch_seconds(value: object) -> int:
         text = str(value).strip()
         if re.fullmatch(r"-?\d+", text):
             return int(text)
+        if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?", text):
+            return epoch_seconds(dt.time.fromisoformat(text))
         return epoch_seconds(dt.datetime.fromisoformat(text))
     return int((moment - _EPOCH).total_seconds())

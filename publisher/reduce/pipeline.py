@@ -3,6 +3,7 @@
 Each step is a ``df.transform`` function. The flow:
 
     classify        order key, parsed key, schema look-up, log values, errors, loopback
+    with_segments   the stretches between deletes of each object
     with_query_back current-row state of query-back events (vanished, unreadable)
     with_precedence which live rows are superseded
     commands        survivors cut into runs of one command kind, with their attributes
@@ -35,6 +36,14 @@ def _is(types: tuple[int, ...]) -> Column:
     return F.col("event_type").isin(list(types))
 
 
+def with_event_type(df: DataFrame) -> DataFrame:
+    """event_type as an integer, from the text the log holds (NULL when not an integer)."""
+    text = F.trim(F.col("event_type_text"))
+    return df.withColumn(
+        "event_type", F.when(text.rlike("^[0-9]{1,9}$"), text.cast("int"))
+    )
+
+
 def with_order(future_events: bool) -> Transform:
     """ord_time: event_time with future-event processing, else 0; record_id breaks ties."""
 
@@ -50,11 +59,15 @@ def with_keys(keys: DataFrame) -> Transform:
 
 
 def with_schema(columns: DataFrame) -> Transform:
-    """table_columns (NULL: table unknown), and the column's xds_type and is_char."""
+    """table_columns (NULL: table unknown), int_columns, and the column's xds_type and
+    is_char."""
 
     def step(df: DataFrame) -> DataFrame:
         tables = columns.groupBy("table_name").agg(
-            F.collect_list("column_name").alias("table_columns")
+            F.collect_list("column_name").alias("table_columns"),
+            F.collect_list(F.when(F.col("xds_type") == values.INT, F.col("column_name"))).alias(
+                "int_columns"
+            ),
         )
         field = columns.select("table_name", "column_name", "xds_type", "is_char")
         return df.join(F.broadcast(tables), "table_name", "left").join(
@@ -86,6 +99,14 @@ def _log_text(raw: Column) -> tuple[Column, Column]:
     return text, raw.isNull() | text.isNotNull()
 
 
+def _forbidden_check(name: str, applies: Column) -> tuple[Column, Column]:
+    position = F.regexp_instr(F.col(name), F.lit(values.XML_FORBIDDEN))
+    return (
+        applies & (position > 0),
+        F.format_string(f"{name} has a character XML 1.0 cannot carry at position %d", position),
+    )
+
+
 def classify(settings_schema: str, publisher_user: str | None, allow_loopback: bool) -> Transform:
     """fate (loopback, error or live), reason, warning, and old_text/new_text of the log."""
 
@@ -94,11 +115,23 @@ def classify(settings_schema: str, publisher_user: str | None, allow_loopback: b
         new_text, new_ok = _log_text(F.col("new_value"))
         t = F.col("event_type")
         field_values = _is(ev.FIELD_NON_QUERY_BACK)
+        bad_int_key = F.get(
+            F.filter(
+                "key_pairs",
+                lambda p: F.array_contains("int_columns", p["column"])
+                & ~p["value"].rlike("^-?[0-9]{1,18}$"),
+            ),
+            0,
+        )
         checks: list[tuple[Column, Column]] = [
-            (t.isNull(), F.lit("event_type is NULL")),
-            (~_is(ev.KNOWN), F.format_string("unknown event_type %d", t)),
+            (F.col("event_type_text").isNull(), F.lit("event_type is NULL")),
+            (~_is(ev.KNOWN) | t.isNull(), F.format_string("unknown event_type %s", "event_type_text")),
             (F.col("table_name").isNull(), F.lit("table_name is NULL")),
             (F.col("table_key").isNull(), F.lit("table_key is NULL")),
+        ]
+        for name in ("table_key", "table_name", "column_name"):
+            checks.append(_forbidden_check(name, F.lit(True)))
+        checks += [
             (F.col("key_error").isNotNull(), F.concat(F.lit("malformed table_key: "), "key_error")),
             (
                 F.col("table_columns").isNull(),
@@ -111,6 +144,14 @@ def classify(settings_schema: str, publisher_user: str | None, allow_loopback: b
                 F.format_string("a table_key column is not a column of %s", "table_name"),
             ),
             (
+                bad_int_key.isNotNull(),
+                F.format_string(
+                    "table_key value %s of %s is not an integer",
+                    bad_int_key["value"],
+                    bad_int_key["column"],
+                ),
+            ),
+            (
                 _is(ev.PER_FIELD) & F.col("column_name").isNull(),
                 F.format_string("column_name is NULL for per-field event_type %d", t),
             ),
@@ -119,19 +160,15 @@ def classify(settings_schema: str, publisher_user: str | None, allow_loopback: b
                 F.format_string("column %s is not in table %s", "column_name", "table_name"),
             ),
         ]
-        for name, ok in (("old_value", old_ok), ("new_value", new_ok)):
-            position = F.regexp_instr(F.col(name), F.lit(values.XML_FORBIDDEN))
+        # Only values that are rendered are checked: a type 2's old value, 1-3's new.
+        for name, ok, rendered in (
+            ("old_value", old_ok, t == ev.EventType.UPDATE_FIELD),
+            ("new_value", new_ok, field_values),
+        ):
+            checks.append(_forbidden_check(name, rendered))
             checks.append(
                 (
-                    field_values & (position > 0),
-                    F.format_string(
-                        f"{name} has a character XML 1.0 cannot carry at position %d", position
-                    ),
-                )
-            )
-            checks.append(
-                (
-                    field_values & ~ok,
+                    rendered & ~ok,
                     F.format_string(f"{name} %s is not a valid %s value", F.col(name), "xds_type"),
                 )
             )
@@ -157,7 +194,7 @@ def classify(settings_schema: str, publisher_user: str | None, allow_loopback: b
                 F.when(loopback, LOOPBACK).when(F.col("reason").isNotNull(), ERROR).otherwise(LIVE),
             )
             .withColumn("warning", warning)
-            .withColumn("old_text", F.when(field_values, old_text))
+            .withColumn("old_text", F.when(t == ev.EventType.UPDATE_FIELD, old_text))
             .withColumn("new_text", F.when(field_values, new_text))
         )
 
@@ -191,7 +228,7 @@ def with_query_back(current: DataFrame) -> Transform:
         joined = df.join(state, list(OBJECT), "left").join(
             field_error, [*OBJECT, "column_name"], "left"
         )
-        live_qb = (F.col("fate") == LIVE) & _is(ev.QUERY_BACK)
+        live_qb = (F.col("fate") == LIVE) & _is(ev.QUERY_BACK) & ~F.col("deleted_later")
         qb_reason = F.coalesce(
             F.col("qb_error"),
             F.when(_is(ev.ROW_QUERY_BACK), F.col("row_value_error")).otherwise(
@@ -207,14 +244,28 @@ def with_query_back(current: DataFrame) -> Transform:
     return step
 
 
+def with_segments(df: DataFrame) -> DataFrame:
+    """segment: live deletes before the row in its object; deleted_later: one comes after.
+
+    Query-back events before a delete find the row gone (rule 3): they have no effect."""
+    deletes = ((F.col("fate") == LIVE) & (F.col("event_type") == ev.EventType.DELETE_ROW)).cast("int")
+    ordered = Window.partitionBy(*OBJECT).orderBy(*ORDER)
+    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    after = ordered.rowsBetween(1, Window.unboundedFollowing)
+    return df.withColumn("segment", F.coalesce(F.sum(deletes).over(before), F.lit(0))).withColumn(
+        "deleted_later", F.coalesce(F.max(deletes).over(after), F.lit(0)) > 0
+    )
+
+
 def with_precedence(df: DataFrame) -> DataFrame:
-    """superseded: query-back beats non-query-back, row beats field; deletes never lose."""
-    live = F.col("fate") == LIVE
-    by_object = Window.partitionBy(*OBJECT)
-    by_field = Window.partitionBy(*OBJECT, "column_name")
-    row_qb = F.max((live & _is(ev.ROW_QUERY_BACK)).cast("int")).over(by_object) > 0
-    field_qb = F.max((live & _is(ev.FIELD_QUERY_BACK)).cast("int")).over(by_field) > 0
-    superseded = live & (
+    """superseded: query-back beats non-query-back, row beats field, within the stretch
+    between two deletes; a delete is never superseded."""
+    effective = (F.col("fate") == LIVE) & ~F.col("deleted_later")
+    by_object = Window.partitionBy(*OBJECT, "segment")
+    by_field = Window.partitionBy(*OBJECT, "segment", "column_name")
+    row_qb = F.max((effective & _is(ev.ROW_QUERY_BACK)).cast("int")).over(by_object) > 0
+    field_qb = F.max((effective & _is(ev.FIELD_QUERY_BACK)).cast("int")).over(by_field) > 0
+    superseded = (F.col("fate") == LIVE) & (
         (_is(ev.FIELD_NON_QUERY_BACK) & (row_qb | field_qb)) | (_is(ev.FIELD_QUERY_BACK) & row_qb)
     )
     return df.withColumn("superseded", superseded)
@@ -271,7 +322,7 @@ def commands(schema: str, current: DataFrame) -> Transform:
             .when(t == 2, _attr(zero, "modify", name, F.col("old_text"), F.col("new_text")))
             .otherwise(_attr(zero, "replace", name, null, F.col("new_text")))
             .alias("attr"),
-        ).where("attr.new IS NOT NULL OR (attr.op = 'modify' AND attr.old IS NOT NULL)")
+        ).where("attr.new IS NOT NULL OR attr.op = 'replace' OR (attr.op = 'modify' AND attr.old IS NOT NULL)")
 
         cells = current.where("ordinal IS NOT NULL").select(
             *OBJECT,
@@ -280,7 +331,11 @@ def commands(schema: str, current: DataFrame) -> Transform:
             F.col("xds_type").alias("cell_type"),
             "value",
         )
-        qb = runs.where(_is(ev.QUERY_BACK)).drop("xds_type").join(cells, list(OBJECT))
+        qb = (
+            runs.where(_is(ev.QUERY_BACK) & ~F.col("deleted_later"))
+            .drop("xds_type")
+            .join(cells, list(OBJECT))
+        )
         qb = qb.where(_is(ev.ROW_QUERY_BACK) | (F.col("cell_column") == F.col("column_name")))
         once = Window.partitionBy(*COMMAND, "cell_column").orderBy(*ORDER)
         qb_attrs = (
@@ -353,4 +408,8 @@ def status_ranges(statuses_df: DataFrame) -> DataFrame:
 
 def decide(classified: DataFrame, current: DataFrame) -> DataFrame:
     """Query-back state and precedence over classified rows: every row's fate is known."""
-    return classified.transform(with_query_back(current)).transform(with_precedence)
+    return (
+        classified.transform(with_segments)
+        .transform(with_query_back(current))
+        .transform(with_precedence)
+    )

@@ -9,7 +9,6 @@ SIGTERM and SIGINT let the current cycle finish, then the service exits 0."""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import signal
 import threading
@@ -21,7 +20,7 @@ import sqlalchemy as sa
 from publisher.cycle import CycleReport, run_cycle
 from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
-from publisher.service.lock import PublisherLock
+from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.service.logs import log
 from publisher.service.metrics import Metrics
 from publisher.settings import Settings
@@ -61,7 +60,7 @@ class PollingService:
         if engine is None:
             return 0
         log_table = open_event_log(engine, dialect, self.settings)
-        lock = PublisherLock(engine, dialect, f"xdspub:{self.settings.schema}.{self.settings.log_table}")
+        lock = PublisherLock(engine, dialect, lock_name(self.settings))
         self._warm_spark()
         backoff = self.options.interval
         last_active = time.monotonic()
@@ -69,8 +68,7 @@ class PollingService:
             try:
                 if not lock.held() and not self._acquire(lock):
                     break
-                count, oldest = self._probe(engine, dialect, log_table)
-                if count:
+                if self._probe(engine, dialect, log_table):
                     report = self._cycle(engine, dialect, log_table)
                     last_active = time.monotonic()
                     if self.settings.query_limit and report.rows >= self.settings.query_limit:
@@ -124,21 +122,13 @@ class PollingService:
             self.stopping.wait(self.options.interval)
         return False
 
-    def _probe(
-        self, engine: sa.Engine, dialect: Dialect, log_table: EventLog
-    ) -> tuple[int, dt.datetime | None]:
+    def _probe(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> int:
         query = pending_probe(log_table, dialect, self.settings.future_events)
         with engine.connect() as conn:
-            count, oldest = conn.execute(query).one()
+            count, lag = conn.execute(query).one()
         self.metrics.pending.set(count)
-        if oldest is not None:
-            if isinstance(oldest, str):  # SQLite keeps timestamps as text
-                oldest = dt.datetime.fromisoformat(oldest)
-            now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-            self.metrics.lag.set(max(0.0, (now - oldest).total_seconds()))
-        else:
-            self.metrics.lag.set(0)
-        return count, oldest
+        self.metrics.lag.set(max(0.0, float(lag or 0)))
+        return count
 
     def _cycle(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> CycleReport:
         started = time.monotonic()

@@ -23,8 +23,10 @@ class Dialect:
     has_schemas: bool
     sql_dir: str  # folder under sql/
     max_bind_params: int
-    # A number that orders event_time values, for future-event processing.
+    # A number that orders event_time values, for future-event processing, and how many
+    # seconds one of its units is.
     time_order: Callable[[sa.ColumnElement], sa.ColumnElement]
+    time_unit_seconds: float
     now: Callable[[], sa.ColumnElement]
     # Runs a script of several statements (the files under sql/) on a DBAPI connection.
     run_script: Callable[[Any, str], None]
@@ -64,6 +66,7 @@ SQLITE = Dialect(
     sql_dir="sqlite",
     max_bind_params=32766,
     time_order=lambda column: sa.func.julianday(column),
+    time_unit_seconds=86400.0,
     now=lambda: sa.literal_column("'now'"),
     run_script=lambda connection, script: connection.executescript(script),
     on_connect=_sqlite_base64,
@@ -87,6 +90,7 @@ POSTGRESQL = Dialect(
     sql_dir="postgresql",
     max_bind_params=32767,
     time_order=lambda column: sa.extract("epoch", column),
+    time_unit_seconds=1.0,
     now=lambda: sa.literal_column("(clock_timestamp() AT TIME ZONE 'utc')"),
     run_script=lambda connection, script: connection.execute(script),
     lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
@@ -104,6 +108,7 @@ MARIADB = Dialect(
     time_order=lambda column: sa.func.timestampdiff(
         sa.literal_column("MICROSECOND"), sa.literal_column("'1970-01-01'"), column
     ),
+    time_unit_seconds=1e-6,
     now=lambda: sa.func.utc_timestamp(6),
     run_script=_run_each_result,
     lock_query="SELECT GET_LOCK(:name, 0)",

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # What the JDBC read yields, whatever types the database reports.
 PENDING_SCHEMA = (
-    "record_id BIGINT, table_key STRING, event_type INT, event_order DOUBLE, "
+    "record_id BIGINT, table_key STRING, event_type_text STRING, event_order DOUBLE, "
     "perpetrator STRING, table_name STRING, column_name STRING, old_value STRING, "
     "new_value STRING"
 )
@@ -36,8 +36,9 @@ class EventLog:
 def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> EventLog:
     """Reflect the event log; refuse (ConfigError) when it lacks any of the ten columns.
 
-    Columns are matched by their default names when all ten are there, else by position,
-    as the documents allow customised names in the fixed order."""
+    Columns are matched by their default names when all ten are there. A table that uses
+    customised names (fewer than half of the defaults) is read by position, in the fixed
+    order the documents prescribe; otherwise a missing default name is a missing column."""
     schema, _, name = settings.log_table.rpartition(".")
     schema = (schema or settings.schema) if dialect.has_schemas else None
     try:
@@ -47,7 +48,10 @@ def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> E
     names = [c.name for c in table.columns]
     if set(EVENT_LOG_COLUMNS) <= set(names):
         by_role = {role: role for role in EVENT_LOG_COLUMNS}
-    elif len(names) >= len(EVENT_LOG_COLUMNS):
+    elif (
+        len(names) >= len(EVENT_LOG_COLUMNS)
+        and 2 * len(set(EVENT_LOG_COLUMNS) & set(names)) < len(EVENT_LOG_COLUMNS)
+    ):
         by_role = dict(zip(EVENT_LOG_COLUMNS, names))
     else:
         missing = [c for c in EVENT_LOG_COLUMNS if c not in names]
@@ -67,7 +71,7 @@ def pending_select(
     query = sa.select(
         c("record_id").label("record_id"),
         c("table_key").label("table_key"),
-        c("event_type").label("event_type"),
+        c("event_type").label("event_type_text"),  # text: 2.5 must not read as 2
         event_order.label("event_order"),
         c("perpetrator").label("perpetrator"),
         c("table_name").label("table_name"),
@@ -105,12 +109,13 @@ def read_pending(
 
 
 def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:
-    """How many rows are pending and the oldest event_time among them: one cheap query."""
+    """How many rows are pending, and how many seconds ago the oldest of them happened:
+    one cheap query, computed by the database whatever its time format."""
     c = log.column
-    query = sa.select(sa.func.count(), sa.func.min(c("event_time"))).where(
-        c("status") == Status.NEW
-    )
+    event_order = dialect.time_order(c("event_time"))
+    now_order = dialect.time_order(dialect.now())
+    lag = (now_order - sa.func.min(event_order)) * dialect.time_unit_seconds
+    query = sa.select(sa.func.count(), lag).where(c("status") == Status.NEW)
     if future_events:
-        event_order = dialect.time_order(c("event_time"))
-        query = query.where(event_order <= dialect.time_order(dialect.now()))
+        query = query.where(event_order <= now_order)
     return query

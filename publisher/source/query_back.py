@@ -23,12 +23,37 @@ Request = tuple[str, str, list[tuple[str, str]]]  # table_name, canonical key, k
 
 
 def _key_text(column: Column, text: str) -> str:
-    """The key value as the database will give it back, so both sides compare as text."""
+    """The key value as the database will give it back, so both sides compare as text.
+    Integer key values were checked to be integers when the rows were classified."""
     return str(int(text)) if column.xds_type == values.INT else text
+
+
+def _db_key_text(column: Column, value: object) -> str:
+    if column.xds_type == values.INT:
+        return str(int(value))
+    if column.xds_type == values.STRING:
+        return values.xds_text(value, column.xds_type, column.is_char)
+    return str(value)  # dates, times, binaries: as the database writes them in text
 
 
 def _bind(column: Column, text: str) -> object:
     return int(text) if column.xds_type == values.INT else text
+
+
+def _cell(column: Column, value: object) -> tuple:
+    """(ordinal, name, xds_type, text, error) of one current value."""
+    try:
+        text = values.xds_text(value, column.xds_type, column.is_char)
+    except (ValueError, TypeError, OverflowError):
+        error = f"current value {value!r} of {column.name} is not a valid {column.xds_type} value"
+        return (column.ordinal, column.name, column.xds_type, None, error)
+    position = values.forbidden_position(text) if text is not None else None
+    error = (
+        f"current value of {column.name} has a character XML 1.0 cannot carry at position {position}"
+        if position
+        else None
+    )
+    return (column.ordinal, column.name, column.xds_type, text, error)
 
 
 def current_rows(
@@ -41,13 +66,7 @@ def current_rows(
     for table_name, key, pairs in requests:
         table = catalogue.tables[table_name]
         columns = [table.column(name) for name, _ in pairs]
-        try:
-            wanted = tuple(_key_text(c, v) for c, (_, v) in zip(columns, pairs))
-        except ValueError:
-            bad = next(p for c, p in zip(columns, pairs) if c.xds_type == values.INT)
-            reason = f"key value {bad[1]!r} of {bad[0]} is not an integer"
-            yield (table_name, key, False, reason, None, None, None, None, None)
-            continue
+        wanted = tuple(_key_text(c, v) for c, (_, v) in zip(columns, pairs))
         shapes[(table_name, tuple(name for name, _ in pairs))][wanted].append(key)
 
     schema = catalogue.schema if dialect.has_schemas else None
@@ -84,21 +103,11 @@ def _read_table(
         ]
         in_values = [b[0] for b in binds] if len(key_names) == 1 else binds
         for row in conn.execute(sa.select(sa_table).where(key_expr.in_(in_values))).mappings():
-            got = tuple(values.xds_text(row[c.name], c.xds_type, c.is_char) for c in key_columns)
+            got = tuple(_db_key_text(c, row[c.name]) for c in key_columns)
             if got not in wanted or got in found:
                 continue
             found.add(got)
-            cells = []
-            for c in others:
-                text = values.xds_text(row[c.name], c.xds_type, c.is_char)
-                position = values.forbidden_position(text) if text is not None else None
-                error = (
-                    f"current value of {c.name} has a character XML 1.0 cannot carry "
-                    f"at position {position}"
-                    if position
-                    else None
-                )
-                cells.append((c.ordinal, c.name, c.xds_type, text, error))
+            cells = [_cell(c, row[c.name]) for c in others]
             for key in wanted[got]:
                 yield (table_name, key, True, None, None, None, None, None, None)
                 for cell in cells:

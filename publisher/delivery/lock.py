@@ -11,7 +11,12 @@ import os
 
 import sqlalchemy as sa
 
+from publisher.settings import Settings
 from publisher.source.dialects import Dialect
+
+
+def lock_name(settings: Settings) -> str:
+    return f"xdspub:{settings.schema}.{settings.log_table}"
 
 
 class PublisherLock:
