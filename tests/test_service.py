@@ -64,11 +64,43 @@ class Poll:
         self.stream.close()
 
 
-@pytest.fixture
-def pg(tmp_path, spark):
-    db = make_sample_db("postgresql", tmp_path)
+@pytest.fixture(params=["postgresql", "mariadb"])
+def server(request, tmp_path, spark):
+    db = make_sample_db(request.param, tmp_path)
     yield db
     db.drop()
+
+
+def drop_other_sessions(db) -> None:
+    """Every other session on the test database is killed, as a network fault would."""
+    with db.engine.begin() as conn:
+        if db.dialect.name == "postgresql":
+            conn.execute(sa.text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ))
+            return
+        ids = conn.execute(sa.text(
+            "SELECT id FROM information_schema.processlist "
+            "WHERE db = DATABASE() AND id <> CONNECTION_ID()"
+        )).scalars().all()
+        for session in ids:
+            conn.execute(sa.text(f"KILL {int(session)}"))
+
+
+def restart_server(db) -> None:
+    if db.dialect.name == "postgresql":
+        cluster = os.listdir("/etc/postgresql")[0]
+        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"], check=True)
+        return
+    daemon = ["start-stop-daemon", "--oknodo", "--exec", "/usr/sbin/mariadbd"]
+    subprocess.run([*daemon, "--stop", "--retry", "60"], check=True)  # returns once it is gone
+    subprocess.run([*daemon, "--start", "--background"], check=True)
+    deadline = time.monotonic() + 60
+    while subprocess.run(["mariadb-admin", "-h", "127.0.0.1", "-u", "root", "ping"],
+                         capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline, "MariaDB did not come back"
+        time.sleep(0.5)
 
 
 @pytest.fixture
@@ -106,68 +138,63 @@ def test_sigterm_finishes_the_cycle_and_exits_0(lite, tmp_path):
     assert set(lite.statuses().values()) == {"S"}
 
 
-def test_kill_9_at_any_moment_then_restart_loses_nothing(pg, tmp_path):
+def test_kill_9_at_any_moment_then_restart_loses_nothing(server, tmp_path):
     out = tmp_path / "out"
-    deletes(pg, 1, 300)
+    deletes(server, 1, 300)
     for attempt, moment in enumerate((1, 60, 150)):
-        poll = Poll(pg, out, tmp_path / f"poll{attempt}.log", "--query-limit", "40")
+        poll = Poll(server, out, tmp_path / f"poll{attempt}.log", "--query-limit", "40")
         poll.wait_for(lambda: len(list(out.glob("*.xml"))) >= moment, f"{moment} documents")
         poll.kill()
-        assert_marked_rows_were_delivered(pg, out)
-    poll = Poll(pg, out, tmp_path / "final.log", "--query-limit", "40")
-    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "every row published")
+        assert_marked_rows_were_delivered(server, out)
+    poll = Poll(server, out, tmp_path / "final.log", "--query-limit", "40")
+    poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "every row published")
     assert poll.terminate() == 0
-    assert_marked_rows_were_delivered(pg, out)
+    assert_marked_rows_were_delivered(server, out)
     assert len(list(out.glob("*.xml"))) == 300
 
 
-def test_a_second_publisher_waits_and_takes_over(pg, tmp_path):
+def test_a_second_publisher_waits_and_takes_over(server, tmp_path):
     out = tmp_path / "out"
-    first = Poll(pg, out, tmp_path / "first.log")
+    first = Poll(server, out, tmp_path / "first.log")
     first.wait_log("lock acquired")
-    second = Poll(pg, out, tmp_path / "second.log")
+    second = Poll(server, out, tmp_path / "second.log")
     second.wait_log("waiting for the publisher lock")
-    deletes(pg, 1, 5)
-    first.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "the first's cycle")
+    deletes(server, 1, 5)
+    first.wait_for(lambda: set(server.statuses().values()) == {"S"}, "the first's cycle")
     assert "lock acquired" not in second.log()
 
     first.kill()
     killed = time.monotonic()
     took_over = second.wait_log("lock acquired")
     assert took_over - killed <= 2 * INTERVAL + 1
-    deletes(pg, 6, 5)
-    second.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "the second's cycle")
+    deletes(server, 6, 5)
+    second.wait_for(lambda: set(server.statuses().values()) == {"S"}, "the second's cycle")
     assert second.terminate() == 0
 
 
-def test_dropped_connections_an_unwritable_sink_and_a_restart_are_retried(pg, tmp_path):
+def test_dropped_connections_an_unwritable_sink_and_a_restart_are_retried(server, tmp_path):
     out = tmp_path / "out"
-    poll = Poll(pg, out, tmp_path / "poll.log")
+    poll = Poll(server, out, tmp_path / "poll.log")
     poll.wait_log("lock acquired")
 
-    with pg.engine.begin() as conn:  # drop every other session of this database
-        conn.execute(sa.text(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ))
-    deletes(pg, 1, 3)
-    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "publication after a drop")
+    drop_other_sessions(server)
+    deletes(server, 1, 3)
+    poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "publication after a drop")
 
     out.rename(tmp_path / "moved")
     out.write_text("not a folder")
-    deletes(pg, 4, 3)
+    deletes(server, 4, 3)
     poll.wait_log("cycle failed")
-    assert [s for s in pg.statuses().values()].count("N") == 3
+    assert [s for s in server.statuses().values()].count("N") == 3
     out.unlink()
     (tmp_path / "moved").rename(out)
-    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "publication after the sink is back")
+    poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "publication after the sink is back")
 
-    cluster = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()[0]
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"], check=True)
-    deletes(pg, 7, 3)
-    poll.wait_for(lambda: set(pg.statuses().values()) == {"S"}, "publication after a restart")
+    restart_server(server)
+    deletes(server, 7, 3)
+    poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "publication after a restart")
     assert poll.terminate() == 0
-    assert_marked_rows_were_delivered(pg, out)
+    assert_marked_rows_were_delivered(server, out)
 
 
 def free_port() -> int:
