@@ -176,11 +176,6 @@ def demo(keep: str | None) -> None:
 def _report(report: Any) -> None:
     for record_id, letter, why in report.notes:
         click.echo(f"xdspub: record_id {record_id}: {letter}: {why}", err=True)
-    letters = ", ".join(f"{k}={v}" for k, v in sorted(report.by_status.items())) or "none"
-    click.echo(
-        f"xdspub: {report.rows} rows read, {report.commands} commands, "
-        f"{report.documents} documents; statuses {letters}",
-        err=True,
-    )
+    click.echo(f"xdspub: {report.summary()}", err=True)
     if report.errors:
         click.get_current_context().exit(EXIT_ROW_ERRORS)

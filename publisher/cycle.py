@@ -32,6 +32,13 @@ class CycleReport:
     by_status: Counter = field(default_factory=Counter)
     notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
 
+    def summary(self) -> str:
+        letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
+        return (
+            f"{self.rows} rows read, {self.commands} commands, {self.documents} documents; "
+            f"statuses {letters}"
+        )
+
     @property
     def errors(self) -> list[tuple[int, str]]:
         return [(rid, why) for rid, letter, why in self.notes if letter == Status.ERROR]

@@ -72,7 +72,6 @@ def run_demo(keep: str | None = None) -> None:
         out.write(f"\n<!-- {title} -->\n")
         out.flush()
         report = run_cycle(settings, engine, dialect, log, StdoutSink())
-        letters = ", ".join(f"{k}={v}" for k, v in sorted(report.by_status.items()))
-        out.write(f"<!-- {report.rows} rows read, {report.commands} commands; statuses {letters} -->\n")
+        out.write(f"<!-- {report.summary()} -->\n")
     out.write(f"\n<!-- the demo database: {database} -->\n")
     engine.dispose()

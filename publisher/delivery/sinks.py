@@ -58,7 +58,17 @@ def _sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-class FileSink:
+class _SingleDocument:
+    """A sink whose every write is one whole document."""
+
+    def write(self, commands: Iterable[Rendered]) -> int:
+        raise NotImplementedError
+
+    def heartbeat(self) -> None:
+        self.write([(0, heartbeat_xml())])
+
+
+class FileSink(_SingleDocument):
     """One <nds> document holding every command in order."""
 
     def __init__(self, path: Path) -> None:
@@ -69,19 +79,13 @@ class FileSink:
         _sync_directory(self.path.parent)
         return 1
 
-    def heartbeat(self) -> None:
-        self.write([(0, heartbeat_xml())])
 
-
-class StdoutSink:
+class StdoutSink(_SingleDocument):
     def write(self, commands: Iterable[Rendered]) -> int:
         stream = sys.stdout.buffer
         _write_document(stream, commands)
         stream.flush()
         return 1
-
-    def heartbeat(self) -> None:
-        self.write([(0, heartbeat_xml())])
 
 
 class DirectorySink:

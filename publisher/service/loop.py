@@ -24,7 +24,7 @@ from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.service.logs import log
 from publisher.service.metrics import Metrics
 from publisher.settings import Settings
-from publisher.source.database import connect
+from publisher.source.database import connect, run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, pending_probe
 
@@ -134,10 +134,7 @@ class PollingService:
         started = time.monotonic()
         report = run_cycle(self.settings, engine, dialect, log_table, self.sink)
         if self.options.post_statements and not self.settings.dry_run:
-            with engine.connect() as conn:
-                raw = conn.connection.driver_connection
-                dialect.run_script(raw, self.options.post_statements)
-                raw.commit()
+            run_scripts(engine, dialect, [self.options.post_statements])
         seconds = time.monotonic() - started
         self.metrics.cycle.observe(seconds)
         for letter, count in report.by_status.items():

@@ -32,3 +32,12 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
     except sa.exc.DBAPIError as exc:
         raise DatabaseUnreachable(f"cannot reach {engine.url!r}: {exc.orig}") from None
     return engine, dialect
+
+
+def run_scripts(engine: sa.Engine, dialect: Dialect, scripts: list[str]) -> None:
+    """Run multi-statement SQL scripts on one connection, then commit."""
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        for script in scripts:
+            dialect.run_script(raw, script)
+        raw.commit()

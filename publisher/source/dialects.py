@@ -20,6 +20,7 @@ class Dialect:
     jdbc_url: str  # format string over the parts of the SQLAlchemy URL
     jdbc_driver: str
     jar: str  # from Debian's packages, installed by install.sh
+    default_port: int | None
     has_schemas: bool
     sql_dir: str  # folder under sql/
     max_bind_params: int
@@ -41,9 +42,10 @@ class Dialect:
     def jdbc(self, url: URL) -> str:
         if url.database in (None, "", ":memory:") and not self.has_schemas:
             raise ConfigError(f"{url.render_as_string()}: Spark needs a database file, not memory")
-        port = url.port or {"postgresql": 5432, "mysql": 3306}.get(self.name, "")
         return self.jdbc_url.format(
-            host=url.host or "127.0.0.1", port=port, database=url.database or ""
+            host=url.host or "127.0.0.1",
+            port=url.port or self.default_port or "",
+            database=url.database or "",
         )
 
 
@@ -62,6 +64,7 @@ SQLITE = Dialect(
     jdbc_url="jdbc:sqlite:{database}",
     jdbc_driver="org.sqlite.JDBC",
     jar="/usr/share/java/sqlite-jdbc.jar",
+    default_port=None,
     has_schemas=False,
     sql_dir="sqlite",
     max_bind_params=32766,
@@ -86,6 +89,7 @@ POSTGRESQL = Dialect(
     jdbc_url="jdbc:postgresql://{host}:{port}/{database}",
     jdbc_driver="org.postgresql.Driver",
     jar="/usr/share/java/postgresql.jar",
+    default_port=5432,
     has_schemas=True,
     sql_dir="postgresql",
     max_bind_params=32767,
@@ -102,6 +106,7 @@ MARIADB = Dialect(
     jdbc_url="jdbc:mysql://{host}:{port}/{database}",
     jdbc_driver="org.mariadb.jdbc.Driver",
     jar="/usr/share/java/mariadb-java-client.jar",
+    default_port=3306,
     has_schemas=True,
     sql_dir="mariadb",
     max_bind_params=65535,

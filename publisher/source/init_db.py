@@ -8,6 +8,7 @@ from importlib import resources
 
 import sqlalchemy as sa
 
+from publisher.source.database import run_scripts
 from publisher.source.dialects import Dialect
 
 def init_db(
@@ -21,12 +22,11 @@ def init_db(
         if flavour != "none":
             names += [f"triggers_{flavour.replace('-', '_')}", "triggers_common"]
     substitutions = {"{{schema}}": schema, "{{log_table}}": log_table.rsplit(".", 1)[-1]}
-    with engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        for name in names:
-            text = (folder / f"{name}.sql").read_text(encoding="utf-8")
-            for placeholder, value in substitutions.items():
-                text = text.replace(placeholder, value)
-            dialect.run_script(raw, text)
-        raw.commit()
+    scripts = []
+    for name in names:
+        text = (folder / f"{name}.sql").read_text(encoding="utf-8")
+        for placeholder, value in substitutions.items():
+            text = text.replace(placeholder, value)
+        scripts.append(text)
+    run_scripts(engine, dialect, scripts)
     return names
