@@ -17,7 +17,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, read_pending
-from publisher.source.query_back import CURRENT_SCHEMA, current_rows
+from publisher.source.query_back import read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
 
@@ -64,14 +64,16 @@ def run_cycle(
 ) -> CycleReport:
     """One cycle: the pending rows to documents in ``sink``, then their statuses."""
     # Spark is imported here, not at module level, so the CLI's --help stays light.
+    from publisher.delivery.ordered import order_commands
     from publisher.reduce import pipeline as p
-    from publisher.reduce.keys import parsed_keys
-    from publisher.render.xds import RENDERED_SCHEMA, render_batches
+    from publisher.reduce.current import current_state
+    from publisher.reduce.keys import parsed_keys, with_plain_keys
+    from publisher.reduce.status_ranges import status_ranges
 
     spark = spark_session(settings.spark_master)
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
     publisher_user = settings.publisher_user or engine.url.username
-    events = read_pending(spark, engine, log, dialect, settings)
+    events = read_pending(spark, engine, log, dialect, settings).transform(with_plain_keys)
     columns = spark.createDataFrame(catalogue.column_rows(), COLUMNS_SCHEMA)
     classified = (
         events.transform(p.with_event_type)
@@ -81,38 +83,27 @@ def run_cycle(
         .transform(p.classify(settings.schema, publisher_user, settings.allow_loopback))
         .localCheckpoint(eager=True)
     )
-    requests = (
-        (r.table_name, r.canonical_key, [(k.column, k.value) for k in r.key_pairs])
-        for r in p.query_back_requests(classified).toLocalIterator()
-    )
-    current = spark.createDataFrame(
-        list(current_rows(engine, dialect, catalogue, requests)), CURRENT_SCHEMA
-    )
-    decided = p.decide(classified, current).localCheckpoint(eager=True)
+
+    def read(table, key_names, wanted):
+        return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
+
+    state = current_state(spark, p.query_back_requests(classified), catalogue, read)
+    decided = p.decide(classified, state).localCheckpoint(eager=True)
 
     report = CycleReport()
-    rendered = (
-        decided.transform(p.commands(settings.schema, current))
-        .mapInArrow(render_batches, RENDERED_SCHEMA)
-        .orderBy("ord_time", "event_id")
-        .toLocalIterator()
-    )
-
-    def counted():
-        for row in rendered:
-            report.commands += 1
-            yield row.event_id, bytes(row.xml)
-
-    report.documents = sink.write(counted())
+    rows_read = decided.count()
+    commands = order_commands(decided.transform(p.command_rows(settings.schema)), rows_read)
+    report.commands = commands.total
+    report.documents = sink.publish(commands)
 
     statuses = p.statuses(decided)
-    ranges = [(r.status, r.low, r.high) for r in p.status_ranges(statuses).collect()]
+    ranges = status_ranges(statuses)
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1
     report.rows = sum(report.by_status.values())
     report.notes = [
         (r.record_id, r.status, r.reason)
-        for r in statuses.where("reason IS NOT NULL").orderBy("record_id").collect()
+        for r in statuses.where("reason IS NOT NULL").orderBy("record_id").toLocalIterator()
     ]
     if not settings.dry_run:
         write_statuses(engine, log, ranges, settings.delete_processed)

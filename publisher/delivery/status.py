@@ -7,14 +7,14 @@ from collections.abc import Iterable
 
 import sqlalchemy as sa
 
-from publisher.model.events import Status
+from publisher.model.events import Status, StatusRange
 from publisher.source.event_log import EventLog
 
-Range = tuple[str, int, int]  # status letter, lowest and highest record_id
+
 
 
 def write_statuses(
-    engine: sa.Engine, log: EventLog, ranges: Iterable[Range], delete_processed: bool
+    engine: sa.Engine, log: EventLog, ranges: Iterable[StatusRange], delete_processed: bool
 ) -> None:
     record_id, status = log.column("record_id"), log.column("status")
     in_range = sa.and_(

@@ -49,3 +49,6 @@ class Status:
     WARNED = "W"
     ERROR = "E"
     FATAL = "F"
+
+
+StatusRange = tuple[str, int, int]  # a status letter over the record_ids low..high

@@ -2,12 +2,14 @@
 
 Each step is a ``df.transform`` function. The flow:
 
-    classify        order key, parsed key, schema look-up, log values, errors, loopback
-    with_segments   the stretches between deletes of each object
-    with_query_back current-row state of query-back events (vanished, unreadable)
-    with_precedence which live rows are superseded
-    commands        survivors cut into runs of one command kind, with their attributes
-    statuses        the letter (and reason) every row gets
+    classify          order key, parsed key, schema look-up, log values, errors, loopback
+    with_last_delete  which rows a later delete of their object makes moot
+    with_query_back   the current row of query-back events; errors for unpublishable ones
+    with_precedence   which live rows are superseded
+    with_commands     survivors cut into runs of one command kind
+    statuses          the letter (and reason) every row gets
+
+Every window partitions by object, so the cycle's rows are shuffled once.
 """
 
 from __future__ import annotations
@@ -20,16 +22,13 @@ from pyspark.sql import functions as F
 from publisher.model import events as ev
 from publisher.model import values
 from publisher.model.events import Status
+from publisher.reduce.xds_text import forbidden_position, xds_text
 
 Transform = Callable[[DataFrame], DataFrame]
 
 LOOPBACK, ERROR, LIVE = "loopback", "error", "live"
 ORDER = ("ord_time", "record_id")
 OBJECT = ("table_name", "canonical_key")
-COMMAND = ("table_name", "canonical_key", "run")
-
-_TRUE_WORDS = ("1", "true", "t", "y", "yes", "on")
-_FALSE_WORDS = ("0", "false", "f", "n", "no", "off")
 
 
 def _is(types: tuple[int, ...]) -> Column:
@@ -54,8 +53,25 @@ def with_order(future_events: bool) -> Transform:
     return step
 
 
-def with_keys(keys: DataFrame) -> Transform:
-    return lambda df: df.join(keys, "table_key", "left")
+def with_keys(parsed: DataFrame) -> Transform:
+    """canonical_key, key_pairs and key_error of every row: plain keys as they are, the
+    others from ``parsed`` (few, so broadcast)."""
+
+    def step(df: DataFrame) -> DataFrame:
+        other = parsed.select(
+            "table_key",
+            F.col("canonical_key").alias("parsed_key"),
+            F.col("key_pairs").alias("parsed_pairs"),
+            "key_error",
+        )
+        return (
+            df.join(F.broadcast(other), "table_key", "left")
+            .withColumn("canonical_key", F.coalesce("canonical_key", "parsed_key"))
+            .withColumn("key_pairs", F.coalesce("key_pairs", "parsed_pairs"))
+            .drop("parsed_key", "parsed_pairs", "plain")
+        )
+
+    return step
 
 
 def with_schema(columns: DataFrame) -> Transform:
@@ -79,28 +95,11 @@ def with_schema(columns: DataFrame) -> Transform:
 
 def _log_text(raw: Column) -> tuple[Column, Column]:
     """A value from the log as XDS text for the column's type, and whether it is valid."""
-    xds_type, trimmed = F.col("xds_type"), F.trim(raw)
-    word = F.lower(trimmed)
-    state = F.when(word.isin(list(_TRUE_WORDS)), F.lit("true")).when(
-        word.isin(list(_FALSE_WORDS)), F.lit("false")
-    )
-    digits = trimmed.rlike("^-?[0-9]+$")
-    time = F.when(digits, trimmed).otherwise(
-        F.unix_timestamp(F.try_to_timestamp(trimmed)).cast("string")
-    )
-    text = (
-        F.when(raw.isNull(), F.lit(None))
-        .when(xds_type == values.INT, F.when(digits, trimmed))
-        .when(xds_type == values.STATE, state)
-        .when(xds_type == values.TIME, time)
-        .when(F.col("is_char"), F.rtrim(raw))
-        .otherwise(raw)
-    )
-    return text, raw.isNull() | text.isNotNull()
+    return xds_text(raw, F.col("xds_type"), F.col("is_char"))
 
 
 def _forbidden_check(name: str, applies: Column) -> tuple[Column, Column]:
-    position = F.regexp_instr(F.col(name), F.lit(values.XML_FORBIDDEN))
+    position = forbidden_position(F.col(name))
     return (
         applies & (position > 0),
         F.format_string(f"{name} has a character XML 1.0 cannot carry at position %d", position),
@@ -210,65 +209,71 @@ def query_back_requests(classified: DataFrame) -> DataFrame:
     )
 
 
-def with_query_back(current: DataFrame) -> Transform:
-    """found, and an error for query-back events whose current row cannot be published."""
+def _position() -> Column:
+    return F.struct(*ORDER)
+
+
+def _last(condition: Column, window: Window) -> Column:
+    """The position of the last live row of ``window`` that meets ``condition``."""
+    return F.max(F.when((F.col("fate") == LIVE) & condition, _position())).over(window)
+
+
+def _after_last_delete(position: Column) -> Column:
+    last_delete = F.col("last_delete")
+    return position.isNotNull() & (last_delete.isNull() | (position > last_delete))
+
+
+def with_last_delete(df: DataFrame) -> DataFrame:
+    """deleted_later: a live delete of the object comes after the row. Query-back events
+    before a delete find the row gone (rule 3): they have no effect and supersede nothing."""
+    return df.withColumn(
+        "last_delete", _last(F.col("event_type") == ev.EventType.DELETE_ROW, Window.partitionBy(*OBJECT))
+    ).withColumn("deleted_later", F.coalesce(_position() < F.col("last_delete"), F.lit(False)))
+
+
+def with_query_back(state: DataFrame) -> Transform:
+    """cells (the current row, for query-back events) and an error for query-back events
+    whose current row cannot be published. ``state`` is one row per requested object:
+    table_name, canonical_key, found, cells (non-key columns in table order)."""
 
     def step(df: DataFrame) -> DataFrame:
-        state = (
-            current.groupBy(*OBJECT)
-            .agg(
-                F.max("found").alias("found"),
-                F.first("qb_error", ignorenulls=True).alias("qb_error"),
-                F.first("value_error", ignorenulls=True).alias("row_value_error"),
-            )
-        )
-        field_error = current.where("ordinal IS NOT NULL").select(
-            *OBJECT, "column_name", F.col("value_error").alias("field_value_error")
-        )
-        joined = df.join(state, list(OBJECT), "left").join(
-            field_error, [*OBJECT, "column_name"], "left"
-        )
-        live_qb = (F.col("fate") == LIVE) & _is(ev.QUERY_BACK) & ~F.col("deleted_later")
-        qb_reason = F.coalesce(
-            F.col("qb_error"),
-            F.when(_is(ev.ROW_QUERY_BACK), F.col("row_value_error")).otherwise(
-                F.col("field_value_error")
-            ),
-        )
+        joined = df.join(state, list(OBJECT), "left")
+        cells = F.col("cells")
+        row_error = F.get(F.filter(cells, lambda c: c["value_error"].isNotNull()), 0)["value_error"]
+        field_error = F.get(
+            F.filter(cells, lambda c: c["column_name"] == F.col("column_name")), 0
+        )["value_error"]
+        qb_reason = F.when(_is(ev.ROW_QUERY_BACK), row_error).otherwise(field_error)
+        failed = (F.col("fate") == LIVE) & _is(ev.QUERY_BACK) & ~F.col("deleted_later") & qb_reason.isNotNull()
         return (
-            joined.withColumn("reason", F.when(live_qb & qb_reason.isNotNull(), qb_reason).otherwise(F.col("reason")))
-            .withColumn("fate", F.when(live_qb & qb_reason.isNotNull(), ERROR).otherwise(F.col("fate")))
-            .drop("qb_error", "row_value_error", "field_value_error")
+            joined.withColumn("reason", F.when(failed, qb_reason).otherwise(F.col("reason")))
+            .withColumn("fate", F.when(failed, ERROR).otherwise(F.col("fate")))
+            .withColumn("cells", F.when(_is(ev.QUERY_BACK) & ~F.col("deleted_later"), cells))
+            .drop("found")
         )
 
     return step
 
 
-def with_segments(df: DataFrame) -> DataFrame:
-    """segment: live deletes before the row in its object; deleted_later: one comes after.
-
-    Query-back events before a delete find the row gone (rule 3): they have no effect."""
-    deletes = ((F.col("fate") == LIVE) & (F.col("event_type") == ev.EventType.DELETE_ROW)).cast("int")
-    ordered = Window.partitionBy(*OBJECT).orderBy(*ORDER)
-    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
-    after = ordered.rowsBetween(1, Window.unboundedFollowing)
-    return df.withColumn("segment", F.coalesce(F.sum(deletes).over(before), F.lit(0))).withColumn(
-        "deleted_later", F.coalesce(F.max(deletes).over(after), F.lit(0)) > 0
-    )
-
-
 def with_precedence(df: DataFrame) -> DataFrame:
-    """superseded: query-back beats non-query-back, row beats field, within the stretch
-    between two deletes; a delete is never superseded."""
-    effective = (F.col("fate") == LIVE) & ~F.col("deleted_later")
-    by_object = Window.partitionBy(*OBJECT, "segment")
-    by_field = Window.partitionBy(*OBJECT, "segment", "column_name")
-    row_qb = F.max((effective & _is(ev.ROW_QUERY_BACK)).cast("int")).over(by_object) > 0
-    field_qb = F.max((effective & _is(ev.FIELD_QUERY_BACK)).cast("int")).over(by_field) > 0
-    superseded = (F.col("fate") == LIVE) & (
-        (_is(ev.FIELD_NON_QUERY_BACK) & (row_qb | field_qb)) | (_is(ev.FIELD_QUERY_BACK) & row_qb)
+    """superseded: query-back beats non-query-back, row beats field, among the rows after
+    the object's last delete (only those can be superseded or supersede); a delete is never
+    superseded."""
+    by_object = Window.partitionBy(*OBJECT)
+    by_field = Window.partitionBy(*OBJECT, "column_name")
+    row_qb = _after_last_delete(F.col("last_row_qb"))
+    field_qb = _after_last_delete(F.col("last_field_qb"))
+    superseded = (
+        (F.col("fate") == LIVE)
+        & ~F.col("deleted_later")
+        & ((_is(ev.FIELD_NON_QUERY_BACK) & (row_qb | field_qb)) | (_is(ev.FIELD_QUERY_BACK) & row_qb))
     )
-    return df.withColumn("superseded", superseded)
+    return (
+        df.withColumn("last_row_qb", _last(_is(ev.ROW_QUERY_BACK), by_object))
+        .withColumn("last_field_qb", _last(_is(ev.FIELD_QUERY_BACK), by_field))
+        .withColumn("superseded", superseded)
+        .drop("last_row_qb", "last_field_qb", "last_delete")
+    )
 
 
 def _kind() -> Column:
@@ -278,101 +283,77 @@ def _kind() -> Column:
     return kind
 
 
-def _attr(sort_ordinal: Column, op: str, name: Column, old: Column, new: Column) -> Column:
-    return F.struct(
-        F.col("ord_time").alias("s_time"),
-        F.col("record_id").alias("s_record"),
-        sort_ordinal.alias("s_ordinal"),
-        F.lit(op).alias("op"),
-        name.alias("name"),
-        F.col("xds_type").alias("type"),
-        old.alias("old"),
-        new.alias("new"),
+def with_commands(df: DataFrame) -> DataFrame:
+    """kind, cmd_time and cmd_id of every surviving row. Per object the survivors, in
+    processing order, are cut into maximal runs of one command kind; each run is one
+    command, placed at its first row (cmd_time, cmd_id: that row's ord_time, record_id).
+    yields: the row renders an attribute; emitted: its command is sent."""
+    survivor = (F.col("fate") == LIVE) & ~F.col("superseded")
+    ordered = Window.partitionBy(*OBJECT).orderBy(*ORDER)
+    kind = F.when(survivor, _kind())
+    previous = F.last(kind, ignorenulls=True).over(ordered.rowsBetween(Window.unboundedPreceding, -1))
+    head = F.when(survivor & (previous.isNull() | (previous != kind)), _position())
+    command = F.last(head, ignorenulls=True).over(
+        ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    t, cells = F.col("event_type"), F.col("cells")
+    yields = survivor & (
+        ((t == ev.EventType.INSERT_FIELD) & F.col("new_text").isNotNull())
+        | ((t == ev.EventType.UPDATE_FIELD) & (F.col("old_text").isNotNull() | F.col("new_text").isNotNull()))
+        | (t == ev.EventType.UPDATE_FIELD_REMOVE_ALL)
+        | (_is(ev.ROW_QUERY_BACK) & (F.size(cells) > 0))
+        | (_is(ev.FIELD_QUERY_BACK) & F.exists(cells, lambda c: c["column_name"] == F.col("column_name")))
+    )
+    by_command = Window.partitionBy(*OBJECT, "cmd_id")
+    return (
+        df.withColumn("kind", kind)
+        .withColumn("command", F.when(survivor, command))
+        .withColumn("cmd_time", F.col("command.ord_time"))
+        .withColumn("cmd_id", F.col("command.record_id"))
+        .withColumn("yields", F.coalesce(yields, F.lit(False)))
+        # A modify none of whose rows yields an attribute is not sent (an empty command).
+        .withColumn(
+            "emitted",
+            F.col("cmd_id").isNotNull()
+            & ((F.col("kind") != ev.MODIFY) | F.max(F.col("yields")).over(by_command)),
+        )
+        .drop("command")
     )
 
 
-def commands(schema: str, current: DataFrame) -> Transform:
-    """One row per XDS command: ord_time, event_id, kind, class_name, association, attrs.
+def decide(classified: DataFrame, state: DataFrame) -> DataFrame:
+    """Every row's fate and, for survivors, its command."""
+    return (
+        classified.transform(with_last_delete)
+        .transform(with_query_back(state))
+        .transform(with_precedence)
+        .transform(with_commands)
+    )
 
-    Per object the surviving events, in processing order, are cut into maximal runs of one
-    command kind; each run is one command placed at its first event."""
 
-    def step(df: DataFrame) -> DataFrame:
-        survivors = df.where((F.col("fate") == LIVE) & ~F.col("superseded"))
-        order = Window.partitionBy(*OBJECT).orderBy(*ORDER)
-        runs = (
-            survivors.withColumn("kind", _kind())
-            .withColumn(
-                "run",
-                F.sum(
-                    F.coalesce(F.lag("kind").over(order) != F.col("kind"), F.lit(True)).cast("int")
-                ).over(order),
-            )
-        )
-        heads = runs.groupBy(*COMMAND).agg(
-            F.min(F.struct(*ORDER)).alias("first"), F.first("kind").alias("kind")
-        )
+def command_rows(schema: str) -> Transform:
+    """The surviving rows as the renderer takes them: grouped by command, in command order
+    within a partition once sorted by (cmd_time, cmd_id, ord_time, record_id)."""
 
-        t, name = F.col("event_type"), F.col("column_name")
-        null = F.lit(None).cast("string")
-        zero = F.lit(0)
-        log_attrs = runs.where(_is(ev.FIELD_NON_QUERY_BACK)).select(
-            *COMMAND,
-            F.when(t == 1, _attr(zero, "add", name, null, F.col("new_text")))
-            .when(t == 2, _attr(zero, "modify", name, F.col("old_text"), F.col("new_text")))
-            .otherwise(_attr(zero, "replace", name, null, F.col("new_text")))
-            .alias("attr"),
-        ).where("attr.new IS NOT NULL OR attr.op = 'replace' OR (attr.op = 'modify' AND attr.old IS NOT NULL)")
-
-        cells = current.where("ordinal IS NOT NULL").select(
-            *OBJECT,
-            F.col("column_name").alias("cell_column"),
-            "ordinal",
-            F.col("xds_type").alias("cell_type"),
-            "value",
-        )
-        qb = (
-            runs.where(_is(ev.QUERY_BACK) & ~F.col("deleted_later"))
-            .drop("xds_type")
-            .join(cells, list(OBJECT))
-        )
-        qb = qb.where(_is(ev.ROW_QUERY_BACK) | (F.col("cell_column") == F.col("column_name")))
-        once = Window.partitionBy(*COMMAND, "cell_column").orderBy(*ORDER)
-        qb_attrs = (
-            qb.withColumn("nth", F.row_number().over(once))
-            .where("nth = 1")
-            .withColumnRenamed("cell_type", "xds_type")
-            .select(
-                *COMMAND,
-                _attr(F.col("ordinal"), "replace", F.col("cell_column"), null, F.col("value")).alias(
-                    "attr"
-                ),
-            )
-        )
-        attrs = (
-            log_attrs.unionByName(qb_attrs)
-            .groupBy(*COMMAND)
-            .agg(F.array_sort(F.collect_list("attr")).alias("sorted"))
-            .select(
-                *COMMAND,
-                F.transform(
-                    "sorted", lambda a: F.struct(a["op"], a["name"], a["type"], a["old"], a["new"])
-                ).alias("attrs"),
-            )
-        )
-        return (
-            heads.join(attrs, list(COMMAND), "left")
-            .where((F.col("kind") != ev.MODIFY) | (F.size("attrs") > 0))
-            .select(
-                F.col("first.ord_time").alias("ord_time"),
-                F.col("first.record_id").alias("event_id"),
-                "kind",
-                F.col("table_name").alias("class_name"),
-                F.concat_ws(
-                    "", "canonical_key", F.lit(",table="), "table_name", F.lit(f",schema={schema}")
-                ).alias("association"),
-                "attrs",
-            )
+    def step(decided: DataFrame) -> DataFrame:
+        return decided.where(F.col("emitted")).select(
+            "cmd_time",
+            "cmd_id",
+            (F.col("record_id") == F.col("cmd_id")).alias("head"),
+            "kind",
+            F.col("table_name").alias("class_name"),
+            F.concat_ws(
+                "", "canonical_key", F.lit(",table="), "table_name", F.lit(f",schema={schema}")
+            ).alias("association"),
+            "ord_time",
+            "record_id",
+            "event_type",
+            "column_name",
+            "xds_type",
+            "old_text",
+            "new_text",
+            "yields",
+            "cells",
         )
 
     return step
@@ -392,24 +373,3 @@ def statuses(df: DataFrame) -> DataFrame:
         (fate == LIVE) & ~F.col("superseded"), F.col("warning")
     )
     return df.select("record_id", status.alias("status"), reason.alias("reason"))
-
-
-def status_ranges(statuses_df: DataFrame) -> DataFrame:
-    """(status, low, high): maximal runs of consecutive record_ids that share a status."""
-    rank = F.row_number().over(Window.partitionBy("status").orderBy("record_id"))
-    return (
-        statuses_df.withColumn("run", F.col("record_id") - rank)
-        .groupBy("status", "run")
-        .agg(F.min("record_id").alias("low"), F.max("record_id").alias("high"))
-        .select("status", "low", "high")
-        .orderBy("low")
-    )
-
-
-def decide(classified: DataFrame, current: DataFrame) -> DataFrame:
-    """Query-back state and precedence over classified rows: every row's fate is known."""
-    return (
-        classified.transform(with_segments)
-        .transform(with_query_back(current))
-        .transform(with_precedence)
-    )

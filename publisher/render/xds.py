@@ -7,18 +7,19 @@ elements are built with ``SubElement``, the fastest way lxml offers."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from importlib import resources
 from typing import Any
 
 import pyarrow as pa
 from lxml import etree
 
-RENDERED_SCHEMA = "ord_time DOUBLE, event_id BIGINT, xml BINARY"
-_ARROW_SCHEMA = pa.schema(
-    [("ord_time", pa.float64()), ("event_id", pa.int64()), ("xml", pa.binary())]
-)
+from publisher.model.events import FIELD_NON_QUERY_BACK, FIELD_QUERY_BACK
+
+_FIELD_OPS = {1: "add", 2: "modify", 3: "replace"}  # how a field event changes its attribute
 _INPUT_MARK = "@@xdspub-commands@@"
 _INDENT = "  "
 
@@ -87,22 +88,44 @@ def envelope() -> tuple[bytes, bytes]:
     return (declaration + head + "\n").encode(), (_INDENT + tail + "\n").encode()
 
 
-def render_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: command rows to (ord_time, event_id, xml)."""
-    for batch in batches:
-        rows = batch.to_pylist()
-        yield pa.RecordBatch.from_pydict(
-            {
-                "ord_time": [r["ord_time"] for r in rows],
-                "event_id": [r["event_id"] for r in rows],
-                "xml": [
-                    command_xml(
-                        command_element(
-                            r["kind"], r["class_name"], r["event_id"], r["association"], r["attrs"]
-                        )
-                    )
-                    for r in rows
-                ],
-            },
-            schema=_ARROW_SCHEMA,
+def _attributes(rows: Sequence[dict]) -> Iterator[dict[str, Any]]:
+    """The attributes of one command's rows, in processing order; a query-back renders
+    each field once per command."""
+    queried: set[str] = set()
+    for row in rows:
+        if not row["yields"]:
+            continue
+        event_type = row["event_type"]
+        if event_type in FIELD_NON_QUERY_BACK:
+            yield {
+                "op": _FIELD_OPS[event_type],
+                "name": row["column_name"],
+                "type": row["xds_type"],
+                "old": row["old_text"],
+                "new": row["new_text"],
+            }
+            continue
+        for cell in row["cells"]:
+            name = cell["column_name"]
+            if name in queried or (event_type in FIELD_QUERY_BACK and name != row["column_name"]):
+                continue
+            queried.add(name)
+            yield {"op": "replace", "name": name, "type": cell["xds_type"], "old": None, "new": cell["value"]}
+
+
+def render_commands(rows: Iterable[dict]) -> Iterator[tuple[float, int, bytes]]:
+    """(cmd_time, cmd_id, xml) of each command, from its rows (section 4, rendering) sorted
+    by command, then processing order."""
+    for (cmd_time, cmd_id), group in itertools.groupby(rows, key=itemgetter("cmd_time", "cmd_id")):
+        members = list(group)
+        first = members[0]
+        element = command_element(
+            first["kind"], first["class_name"], cmd_id, first["association"], list(_attributes(members))
         )
+        yield cmd_time, cmd_id, command_xml(element)
+
+
+def arrow_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict]:
+    """The rows of Arrow batches as dicts, across batch boundaries."""
+    for batch in batches:
+        yield from batch.to_pylist()

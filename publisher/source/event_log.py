@@ -12,6 +12,7 @@ from publisher.errors import ConfigError
 from publisher.model.events import EVENT_LOG_COLUMNS, Status
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
+from publisher.source.jdbc import read_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,7 +66,8 @@ def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> E
 def pending_select(
     log: EventLog, dialect: Dialect, future_events: bool, limit: int | None
 ) -> sa.Select:
-    """The pending rows of one cycle, in processing order (section 4)."""
+    """The pending rows of one cycle (section 4); with a limit, the first in processing
+    order. Spark does the ordering otherwise."""
     c = log.column
     event_order = dialect.time_order(c("event_time"))
     query = sa.select(
@@ -81,31 +83,25 @@ def pending_select(
     ).where(c("status") == Status.NEW)
     if future_events:
         query = query.where(event_order <= dialect.time_order(dialect.now()))
-        query = query.order_by(event_order, c("record_id"))
-    else:
-        query = query.order_by(c("record_id"))
-    return query.limit(limit) if limit else query
+    if not limit:
+        return query
+    order = (event_order, c("record_id")) if future_events else (c("record_id"),)
+    return query.order_by(*order).limit(limit)
 
 
 def read_pending(
     spark: SparkSession, engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings
 ) -> DataFrame:
-    """The cycle's pending rows, fixed once: later steps never re-read the table."""
+    """The cycle's pending rows, read in record_id ranges and fixed once: later steps never
+    re-read the table."""
     query = pending_select(log, dialect, settings.future_events, settings.query_limit)
-    sql = str(query.compile(engine, compile_kwargs={"literal_binds": True}))
-    url = engine.url
-    reader = (
-        spark.read.format("jdbc")
-        .option("url", dialect.jdbc(url))
-        .option("driver", dialect.jdbc_driver)
-        .option("query", sql)
-        .option("customSchema", PENDING_SCHEMA)
-    )
-    if url.username:
-        reader = reader.option("user", url.username)
-    if url.password:
-        reader = reader.option("password", url.password)
-    return reader.load().localCheckpoint(eager=True)
+    pending = query.subquery()
+    with engine.connect() as conn:
+        low, high, rows = conn.execute(
+            sa.select(sa.func.min(pending.c.record_id), sa.func.max(pending.c.record_id), sa.func.count())
+        ).one()
+    split = ("record_id", low, high, rows) if rows else None
+    return read_query(spark, engine, dialect, query, PENDING_SCHEMA, split).localCheckpoint(eager=True)
 
 
 def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:

@@ -1,0 +1,107 @@
+"""Make an event log backlog to time publishers on, in SQLite, PostgreSQL or MariaDB.
+
+    python3 bench/backlog.py postgresql+psycopg://root@127.0.0.1:5432/test --schema bench
+    python3 bench/backlog.py sqlite:////tmp/backlog.db --rows 100000 --objects 10000
+
+The schema (SQLite: the file) is made afresh: the event log and the sample table usr with
+one row per object. Rows spread over the objects, all eight event types, a fifth of them
+query-back; the usr rows exist, so query-back finds them. PostgreSQL is loaded with COPY."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from publisher.source.database import connect
+from publisher.source.init_db import init_db
+
+FIELDS = ("fname", "lname", "photo")
+EVENT_COLUMNS = ("table_key", "event_type", "table_name", "column_name", "old_value", "new_value")
+
+
+def event(rng: random.Random, objects: int) -> tuple:
+    idu = rng.randrange(1, objects + 1)
+    key = f"idu={idu}"
+    if rng.random() < 0.2:  # query-back
+        kind = rng.choice((5, 6, 7, 8))
+        column = rng.choice(FIELDS) if kind in (7, 8) else None
+        return (key, kind, "usr", column, None, None)
+    kind = rng.choices((1, 2, 3, 4), weights=(3, 4, 2, 1))[0]
+    if kind == 4:
+        return (key, 4, "usr", None, None, None)
+    column = rng.choice(FIELDS)
+    new = base64.b64encode(rng.randbytes(6)).decode() if column == "photo" else f"v{rng.randrange(10**6)}"
+    old = None if kind == 1 else ("qqo=" if column == "photo" else f"o{rng.randrange(10**6)}")
+    return (key, kind, "usr", column, old, new)
+
+
+def users(rng: random.Random, objects: int) -> Iterator[tuple]:
+    return ((i, f"first{i}", f"last{i}", rng.randbytes(4)) for i in range(1, objects + 1))
+
+
+def _copy_text(rows: Iterator[tuple]) -> io.StringIO:
+    def field(value: object) -> str:
+        if value is None:
+            return "\\N"
+        if isinstance(value, bytes):
+            return "\\\\x" + value.hex()
+        return str(value)
+
+    return io.StringIO("".join("\t".join(map(field, row)) + "\n" for row in rows))
+
+
+def load(url: str, schema: str, rows: int, objects: int, seed: int) -> None:
+    backend = sa.engine.make_url(url).get_backend_name()
+    if backend == "sqlite":
+        Path(sa.engine.make_url(url).database).unlink(missing_ok=True)
+    engine, dialect = connect(url, create=True)
+    if dialect.has_schemas:
+        with engine.begin() as conn:
+            drop = "DROP SCHEMA IF EXISTS {} CASCADE" if backend == "postgresql" else "DROP SCHEMA IF EXISTS {}"
+            conn.exec_driver_sql(drop.format(schema))
+            conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="none")
+    rng = random.Random(seed)
+    prefix = f"{schema}." if dialect.has_schemas else ""
+    log_columns = ", ".join(EVENT_COLUMNS)
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        cursor = raw.cursor()
+        if backend == "postgresql":
+            with cursor.copy(f"COPY {prefix}usr FROM STDIN") as copy:
+                copy.write(_copy_text(users(rng, objects)).getvalue())
+            with cursor.copy(f"COPY {prefix}indirect_process ({log_columns}) FROM STDIN") as copy:
+                for start in range(0, rows, 100_000):
+                    chunk = (event(rng, objects) for _ in range(min(100_000, rows - start)))
+                    copy.write(_copy_text(chunk).getvalue())
+            cursor.execute(f"ANALYZE {prefix}indirect_process")
+        else:
+            mark = "?" if backend == "sqlite" else "%s"
+            cursor.executemany(f"INSERT INTO {prefix}usr VALUES ({mark}, {mark}, {mark}, {mark})", list(users(rng, objects)))
+            insert = f"INSERT INTO {prefix}indirect_process ({log_columns}) VALUES ({', '.join([mark] * 6)})"
+            for start in range(0, rows, 100_000):
+                cursor.executemany(insert, [event(rng, objects) for _ in range(min(100_000, rows - start))])
+        raw.commit()
+    engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("db", help="SQLAlchemy URL (SQLite: the file is made afresh)")
+    parser.add_argument("--schema", default="indirect", help="schema made afresh (not SQLite)")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    load(args.db, args.schema, args.rows, args.objects, args.seed)
+    print(f"{args.db}: {args.rows} pending rows over {args.objects} objects")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The cycle's commands in output order, spread over Spark partitions, and the executor
+side of writing them: each partition renders its own commands and writes its files.
+
+Command rows are range-partitioned by (cmd_time, cmd_id), so partition i holds the i-th
+stretch of the output, whole commands only. Counting each partition's commands first gives
+every command its global position, hence its document, without moving any XML."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from publisher.render.xds import arrow_rows, render_commands
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+ORDER = ("cmd_time", "cmd_id", "ord_time", "record_id")
+# What an executor reports: a command of a document it shares with a neighbour (xml), a
+# file it wrote (path), or why it could not write (error).
+PIECE_SCHEMA = (
+    "document BIGINT, position BIGINT, event_id BIGINT, path STRING, xml BINARY, error STRING"
+)
+_PIECE_ARROW = pa.schema(
+    [
+        ("document", pa.int64()),
+        ("position", pa.int64()),
+        ("event_id", pa.int64()),
+        ("path", pa.string()),
+        ("xml", pa.binary()),
+        ("error", pa.string()),
+    ]
+)
+RENDERED_SCHEMA = "event_id BIGINT, xml BINARY"
+ROWS_PER_PARTITION = 100_000
+
+
+@dataclass(frozen=True)
+class OrderedCommands:
+    rows: DataFrame  # command rows, range-partitioned and sorted, fixed (checkpointed)
+    counts: tuple[int, ...]  # commands per partition, in output order
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    def offsets(self) -> list[int]:
+        """The global position of each partition's first command."""
+        out, running = [], 0
+        for count in self.counts:
+            out.append(running)
+            running += count
+        return out
+
+
+def order_commands(rows: DataFrame, row_count: int) -> OrderedCommands:
+    """Spread ``rows`` (from pipeline.command_rows) over partitions in output order."""
+    from pyspark.sql import functions as F
+
+    partitions = max(1, -(-row_count // ROWS_PER_PARTITION))
+    ordered = (
+        rows.repartitionByRange(partitions, "cmd_time", "cmd_id")
+        .sortWithinPartitions(*ORDER)
+        .localCheckpoint(eager=True)
+    )
+    counted = dict(
+        ordered.where("head")
+        .groupBy(F.spark_partition_id().alias("partition"))
+        .count()
+        .collect()
+    )
+    counts = tuple(counted.get(i, 0) for i in range(ordered.rdd.getNumPartitions()))
+    return OrderedCommands(ordered, counts)
+
+
+def _partition() -> int:
+    from pyspark import TaskContext
+
+    return TaskContext.get().partitionId()
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _failure(paths: list[str], exc: OSError) -> pa.RecordBatch:
+    for path in paths:
+        Path(path).unlink(missing_ok=True)
+    message = f"cannot write {exc.filename}: {exc.strerror or exc}"
+    return pa.RecordBatch.from_pylist([{"error": message}], schema=_PIECE_ARROW)
+
+
+def rendered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: (event_id, xml) of each command."""
+    commands = [(cmd_id, xml) for _t, cmd_id, xml in render_commands(arrow_rows(batches))]
+    yield pa.RecordBatch.from_pydict(
+        {"event_id": [c[0] for c in commands], "xml": [c[1] for c in commands]},
+        schema=pa.schema([("event_id", pa.int64()), ("xml", pa.binary())]),
+    )
+
+
+def document_writer(directory: str, batch_size: int, offsets: list[int], total: int):
+    """mapInArrow body: write the documents that begin and end in this partition, under
+    temporary names; report them (path) and the commands of the documents it shares with
+    a neighbour (xml)."""
+    from publisher.delivery.sinks import write_document
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        first = offsets[_partition()]
+        position = first
+        document: list[tuple[int, bytes]] = []
+        reports: list[dict] = []
+
+        def flush() -> None:
+            number = (position - 1) // batch_size
+            start, end = number * batch_size, min((number + 1) * batch_size, total)
+            if start >= first and position == end:  # whole, and this partition's own
+                final = Path(directory) / f"{document[0][0]:020d}.xml"
+                temporary = _temporary(final)
+                reports.append({"document": number, "position": start, "event_id": document[0][0], "path": str(temporary)})
+                write_document(temporary, document)
+            else:
+                for offset, (event_id, xml) in enumerate(document):
+                    reports.append({"document": number, "position": position - len(document) + offset, "event_id": event_id, "xml": xml})
+            document.clear()
+
+        try:
+            for _cmd_time, cmd_id, xml in render_commands(arrow_rows(batches)):
+                if document and position % batch_size == 0:
+                    flush()
+                document.append((cmd_id, xml))
+                position += 1
+            if document:
+                flush()
+            if any(r.get("path") for r in reports):
+                os.sync()  # one flush of every file written, before any is renamed
+        except OSError as exc:
+            yield _failure([r["path"] for r in reports if r.get("path")], exc)
+            return
+        yield pa.RecordBatch.from_pylist(reports, schema=_PIECE_ARROW)
+
+    return write
+
+
+def part_writer(directory: str, name: str):
+    """mapInArrow body: this partition's commands, in order, into one part file."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = _partition()
+        path = Path(directory) / f".{name}.part{partition:05d}.{os.getpid()}.tmp"
+        try:
+            with open(path, "wb") as stream:
+                for _cmd_time, _cmd_id, xml in render_commands(arrow_rows(batches)):
+                    stream.write(xml)
+        except OSError as exc:
+            yield _failure([str(path)], exc)
+            return
+        yield pa.RecordBatch.from_pylist(
+            [{"document": 0, "position": partition, "event_id": None, "path": str(path), "xml": None}],
+            schema=_PIECE_ARROW,
+        )
+
+    return write
