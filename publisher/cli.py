@@ -32,11 +32,25 @@ def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) 
             for opt in param.opts
             if opt.startswith("--") and param.name != "config"
         }
+        if "master" in names:
+            names["spark.master"] = names["master"]  # Spark's own name for it
+        data = _flatten(data)
         unknown = sorted(k for k in data if k.replace("-", "_") not in names)
         if unknown:
             raise click.BadParameter(f"{path}: unknown key(s) {', '.join(unknown)}")
         ctx.default_map = {names[k.replace("-", "_")]: v for k, v in data.items()}
     return path
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested TOML tables as dotted keys: ``[spark] master = ...`` is ``spark.master``."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _option(*declarations: str, **kwargs: Any) -> Callable:
@@ -121,13 +135,16 @@ def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, trig
 @cli.command()
 @publishing_options
 @_option("--out", required=True, help="FILE.xml, a directory, or - for standard output.")
-def export(out: str, **options: Any) -> None:
+@_option("--quiet", is_flag=True,
+         help="No progress display and no summary (E and W rows are still listed).")
+def export(out: str, quiet: bool, **options: Any) -> None:
     """Publish every pending row once, as one cycle, then write the statuses."""
     from publisher.cycle import export as run_export
+    from publisher.progress import progress_for
     from publisher.settings import Settings
 
-    report = run_export(Settings(**options), out)
-    _report(report)
+    report = run_export(Settings(**options), out, progress_for(quiet))
+    _report(report, quiet)
 
 
 @cli.command()
@@ -173,9 +190,11 @@ def demo(keep: str | None) -> None:
     run_demo(keep)
 
 
-def _report(report: Any) -> None:
+def _report(report: Any, quiet: bool) -> None:
     for record_id, letter, why in report.notes:
         click.echo(f"xdspub: record_id {record_id}: {letter}: {why}", err=True)
-    click.echo(f"xdspub: {report.summary()}", err=True)
+    if not quiet:
+        click.echo(f"xdspub: {report.summary()}", err=True)
+        click.echo(f"xdspub: {report.timing()}", err=True)
     if report.errors:
         click.get_current_context().exit(EXIT_ROW_ERRORS)

@@ -3,6 +3,7 @@ commands in the executors, make the documents durable, then write the statuses."
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -13,6 +14,7 @@ from publisher.delivery.sinks import Sink, open_sink
 from publisher.errors import PublisherBusy
 from publisher.delivery.status import write_statuses
 from publisher.model.events import Status
+from publisher.progress import CycleProgress, Silent
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.dialects import Dialect
@@ -31,6 +33,11 @@ class CycleReport:
     documents: int = 0
     by_status: Counter = field(default_factory=Counter)
     notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
+    spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
+    seconds: float = 0.0  # the cycle itself, after the session was up
+
+    def timing(self) -> str:
+        return f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
 
     def summary(self) -> str:
         letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
@@ -44,7 +51,7 @@ class CycleReport:
         return [(rid, why) for rid, letter, why in self.notes if letter == Status.ERROR]
 
 
-def export(settings: Settings, out: str) -> CycleReport:
+def export(settings: Settings, out: str, progress: CycleProgress | None = None) -> CycleReport:
     """``xdspub export``: every pending row, as one cycle."""
     engine, dialect = connect(settings.db_url)
     log = open_event_log(engine, dialect, settings)
@@ -53,16 +60,36 @@ def export(settings: Settings, out: str) -> CycleReport:
     try:
         if not lock.try_acquire():
             raise PublisherBusy(f"another publisher is active on {settings.log_table} (lock {lock.name})")
-        return run_cycle(settings, engine, dialect, log, sink)
+        return run_cycle(settings, engine, dialect, log, sink, progress)
     finally:
         lock.release()
         engine.dispose()
 
 
 def run_cycle(
-    settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog, sink: Sink
+    settings: Settings,
+    engine: sa.Engine,
+    dialect: Dialect,
+    log: EventLog,
+    sink: Sink,
+    progress: CycleProgress | None = None,
 ) -> CycleReport:
     """One cycle: the pending rows to documents in ``sink``, then their statuses."""
+    progress = progress or Silent()
+    try:
+        return _cycle(settings, engine, dialect, log, sink, progress)
+    finally:
+        progress.close()
+
+
+def _cycle(
+    settings: Settings,
+    engine: sa.Engine,
+    dialect: Dialect,
+    log: EventLog,
+    sink: Sink,
+    progress: CycleProgress,
+) -> CycleReport:
     # Spark is imported here, not at module level, so the CLI's --help stays light.
     from publisher.delivery.ordered import order_commands
     from publisher.reduce import pipeline as p
@@ -70,7 +97,12 @@ def run_cycle(
     from publisher.reduce.keys import parsed_keys, with_plain_keys
     from publisher.reduce.status_ranges import status_ranges
 
+    started = time.monotonic()
     spark = spark_session(settings.spark_master)
+    report = CycleReport(spark_start_seconds=time.monotonic() - started)
+    started += report.spark_start_seconds
+    progress.attach(spark)
+    progress.phase("reading the event log")
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
     publisher_user = settings.publisher_user or engine.url.username
     events = read_pending(spark, engine, log, dialect, settings).transform(with_plain_keys)
@@ -87,14 +119,17 @@ def run_cycle(
     def read(table, key_names, wanted):
         return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
 
+    progress.phase("reducing")
     state = current_state(spark, p.query_back_requests(classified), catalogue, read)
     decided = p.decide(classified, state).localCheckpoint(eager=True)
 
-    report = CycleReport()
     rows_read = decided.count()
+    progress.phase("ordering commands", rows=rows_read)
     commands = order_commands(decided.transform(p.command_rows(settings.schema)), rows_read)
     report.commands = commands.total
+    progress.phase("rendering and writing", commands=commands.total)
     report.documents = sink.publish(commands)
+    progress.phase("writing statuses", documents=report.documents)
 
     statuses = p.statuses(decided)
     ranges = status_ranges(statuses)
@@ -107,4 +142,5 @@ def run_cycle(
     ]
     if not settings.dry_run:
         write_statuses(engine, log, ranges, settings.delete_processed)
+    report.seconds = time.monotonic() - started
     return report

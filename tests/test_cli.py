@@ -147,6 +147,9 @@ def test_config_file_keys_are_the_option_names(logged_db, tmp_path):
     config.write_text(f'db = "{logged_db}"\nmaster = "local[2]"\ndry-run = true\n')
     result = run("export", "--config", str(config), "--out", str(tmp_path / "o.xml"))
     assert result.exit_code == 0, result.output
+    config.write_text(f'db = "{logged_db}"\nspark.master = "local[2]"\n')
+    result = run("export", "--config", str(config), "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 0, result.output
     config.write_text('db = "x"\nno-such-option = 1\n')
     result = run("export", "--config", str(config), "--out", "-")
     assert result.exit_code == 2 and "unknown key(s) no-such-option" in result.output
@@ -166,3 +169,61 @@ def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
         lock.release()
         engine.dispose()
     assert result.exit_code == 2 and "another publisher is active" in result.stderr
+
+
+def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
+    """On a terminal, a progress display with Spark's task counts, then the summary."""
+    import os
+    import pty
+
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "publisher", "export", "--db", logged_db,
+               "--out", str(tmp_path / "o.xml"), "--master", "local[2]"]
+    process = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the export is over
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(leader)
+    assert process.wait(60) == 0, screen.decode(errors="replace")
+    text = screen.decode(errors="replace")
+    assert "tasks" in text and "reading the event log" in text
+    assert "6 rows read, 4 commands, 1 documents" in text
+    assert "Spark start" in text
+
+
+def test_quiet_export_prints_no_summary_but_still_lists_errors(logged_db, tmp_path):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(logged_db)
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO indirect_process (table_key, event_type, table_name) VALUES ('idu=1', 42, 'usr')"))
+    engine.dispose()
+    result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"), "--quiet")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == ["xdspub: record_id 7: E: unknown event_type 42"]
+
+
+@pytest.mark.parametrize(("quiet", "ci", "terminal", "shown"), [
+    (False, None, True, True),
+    (True, None, True, False),
+    (False, "true", True, False),
+    (False, None, False, False),
+])
+def test_progress_only_on_a_terminal_outside_ci_and_not_quiet(monkeypatch, quiet, ci, terminal, shown):
+    from publisher import progress
+
+    monkeypatch.delenv("CI", raising=False)
+    if ci:
+        monkeypatch.setenv("CI", ci)
+    monkeypatch.setattr(progress.sys.stderr, "isatty", lambda: terminal)
+    display = progress.progress_for(quiet)
+    display.close()
+    assert isinstance(display, progress.TerminalProgress) is shown

@@ -181,7 +181,8 @@ class DirectorySink:
 def open_sink(out: str, batch_size: int) -> Sink:
     if out == "-":
         return StdoutSink()
-    path = Path(out)
+    # Absolute: the executors that write the files may run in another working directory.
+    path = Path(out).absolute()
     if path.suffix == ".xml":
         if not path.parent.is_dir():
             raise SinkError(f"cannot write {path}: folder {path.parent} does not exist")

@@ -21,7 +21,7 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
         raise ConfigError(f"bad database URL {url!r}: {exc}") from None
     database = engine.url.database
-    if not dialect.has_schemas and not create and not (database and Path(database).is_file()):
+    if dialect.database_is_file and not create and not (database and Path(database).is_file()):
         raise DatabaseUnreachable(f"SQLite database file {database!r} does not exist")
     if dialect.on_connect is not None:
         prepare = dialect.on_connect

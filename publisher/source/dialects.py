@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ class Dialect:
     jar: str  # from Debian's packages, installed by install.sh
     default_port: int | None
     has_schemas: bool
+    database_is_file: bool  # the URL's database is a path (SQLite), not a server's name
     sql_dir: str  # folder under sql/
     max_bind_params: int
     # A number that orders event_time values, for future-event processing, and how many
@@ -40,12 +42,16 @@ class Dialect:
     connect_args: dict[str, Any] = field(default_factory=dict)
 
     def jdbc(self, url: URL) -> str:
-        if url.database in (None, "", ":memory:") and not self.has_schemas:
-            raise ConfigError(f"{url.render_as_string()}: Spark needs a database file, not memory")
+        database = url.database or ""
+        if self.database_is_file:
+            if database in ("", ":memory:"):
+                raise ConfigError(f"{url.render_as_string()}: Spark needs a database file, not memory")
+            # Absolute: the executors may open it from another working directory.
+            database = os.path.abspath(database)
         return self.jdbc_url.format(
             host=url.host or "127.0.0.1",
             port=url.port or self.default_port or "",
-            database=url.database or "",
+            database=database,
         )
 
 
@@ -66,6 +72,7 @@ SQLITE = Dialect(
     jar="/usr/share/java/sqlite-jdbc.jar",
     default_port=None,
     has_schemas=False,
+    database_is_file=True,
     sql_dir="sqlite",
     max_bind_params=32766,
     time_order=lambda column: sa.func.julianday(column),
@@ -91,6 +98,7 @@ POSTGRESQL = Dialect(
     jar="/usr/share/java/postgresql.jar",
     default_port=5432,
     has_schemas=True,
+    database_is_file=False,
     sql_dir="postgresql",
     max_bind_params=32767,
     time_order=lambda column: sa.extract("epoch", column),
@@ -108,6 +116,7 @@ MARIADB = Dialect(
     jar="/usr/share/java/mariadb-java-client.jar",
     default_port=3306,
     has_schemas=True,
+    database_is_file=False,
     sql_dir="mariadb",
     max_bind_params=65535,
     time_order=lambda column: sa.func.timestampdiff(

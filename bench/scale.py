@@ -1,0 +1,216 @@
+"""Throughput of `xdspub export` on a large PostgreSQL backlog, against the machine's ceilings
+and bench/row_publisher.py, the row-at-a-time baseline.
+
+    python3 bench/scale.py [--rows 1000000] [--objects 100000] [--skip-row-publisher]
+
+It makes the backlog with bench/backlog.py in a schema of its own, then measures
+1. the ceilings of this machine: reading the pending rows with COPY; rendering 3-attribute
+   modify commands with publisher.render.xds alone (as many as there are rows, at most
+   200,000, reported per second); the bulk status update by ranges of 10,000 record_ids,
+   rolled back;
+2. `xdspub export` to a directory: Spark start and cycle apart (from its timing line),
+   wall clock, peak RSS of the process tree;
+3. the row publisher the same way, after the statuses are set back to 'N';
+then checks that both wrote the same files, byte for byte, and the same statuses, and
+prints a table. The schema and the work folder are removed at the end unless --keep."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+import psycopg
+import sqlalchemy as sa
+
+from publisher.render.xds import command_element, command_xml
+
+BENCH = Path(__file__).resolve().parent
+RENDER_MAX = 200_000
+RANGE = 10_000
+TIMING = re.compile(r"xdspub: Spark start ([0-9.]+) s, cycle ([0-9.]+) s")
+COLUMNS = (
+    "record_id, table_key, status, event_type, event_time, perpetrator, "
+    "table_name, column_name, old_value, new_value"
+)
+
+
+def bench_module(name: str) -> ModuleType:
+    # bench/ is not a package: load its scripts by path, as tests/test_differential.py does.
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+backlog = bench_module("backlog")
+tree_rss_kib = bench_module("peak_rss").tree_rss_kib
+
+
+def copy_ceiling(conn: psycopg.Connection, log: str) -> tuple[float, int]:
+    """Seconds and bytes to read every pending row with COPY."""
+    started, size = time.perf_counter(), 0
+    with conn.cursor() as cursor:
+        query = f"COPY (SELECT {COLUMNS} FROM {log} WHERE status = 'N') TO STDOUT"
+        with cursor.copy(query) as copy:
+            for block in copy:
+                size += len(block)
+    return time.perf_counter() - started, size
+
+
+def render_ceiling(count: int, schema: str) -> float:
+    """Seconds to build and serialise `count` modify commands of three attributes."""
+    started = time.perf_counter()
+    for i in range(1, count + 1):
+        attrs = [
+            {"name": "fname", "type": "string", "old": f"o{i}", "new": f"v{i}", "op": "modify"},
+            {"name": "lname", "type": "string", "old": None, "new": f"l{i}", "op": "replace"},
+            {"name": "photo", "type": "octet", "old": "qqo=", "new": "AAECAwQF", "op": "modify"},
+        ]
+        association = f"idu={i},table=usr,schema={schema}"
+        command_xml(command_element("modify", "usr", i, association, attrs))
+    return time.perf_counter() - started
+
+
+def update_ceiling(conn: psycopg.Connection, log: str) -> tuple[float, int]:
+    """Seconds and rows of the status update by ranges, in a transaction rolled back."""
+    low, high = conn.execute(f"SELECT min(record_id), max(record_id) FROM {log}").fetchone()
+    ranges = [(start, min(start + RANGE - 1, high)) for start in range(low, high + 1, RANGE)]
+    update = f"UPDATE {log} SET status = 'S' WHERE record_id BETWEEN %s AND %s AND status = 'N'"
+    started = time.perf_counter()
+    with conn.transaction(force_rollback=True), conn.cursor() as cursor:
+        cursor.executemany(update, ranges)
+        seconds, rows = time.perf_counter() - started, cursor.rowcount
+    return seconds, rows  # without the rollback, which a real cycle does not pay
+
+
+def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
+    """Wall seconds, peak KiB over the process tree, and standard error of a command that
+    must exit 0 (the backlog has no bad rows); exits with its standard error's tail if not."""
+    err_path = logs.with_suffix(".err")
+    with open(logs.with_suffix(".out"), "wb") as out, open(err_path, "wb") as err:
+        started = time.monotonic()
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=BENCH.parent)
+        peak = 0
+        while process.poll() is None:
+            peak = max(peak, tree_rss_kib(process.pid))
+            time.sleep(0.1)
+        wall = time.monotonic() - started
+    stderr = err_path.read_text(errors="replace")
+    if process.returncode != 0:
+        print(f"{name} exited {process.returncode}; its standard error ends:",
+              *stderr.splitlines()[-20:], sep="\n")
+        sys.exit(1)
+    for line in stderr.splitlines():
+        if "rows read" in line:  # the publisher's own summary, when it prints one
+            print(f"  {line}")
+    return wall, peak, stderr
+
+
+def statuses(conn: psycopg.Connection, log: str) -> list[tuple[int, str]]:
+    return conn.execute(f"SELECT record_id, status FROM {log} ORDER BY record_id").fetchall()
+
+
+def differences(left: Path, right: Path) -> list[str]:
+    """Names of the files missing on one side or with other bytes."""
+    names = sorted({p.name for p in left.iterdir()} | {p.name for p in right.iterdir()})
+    return [
+        n for n in names
+        if not ((left / n).exists() and (right / n).exists())
+        or (left / n).read_bytes() != (right / n).read_bytes()
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="postgresql+psycopg://root@127.0.0.1:5432/test")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--schema", default="bench_scale")
+    parser.add_argument("--skip-row-publisher", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the schema and the output")
+    args = parser.parse_args()
+
+    schema, log, rows = args.schema, f"{args.schema}.indirect_process", args.rows
+    # psycopg takes the libpq form of the URL, without SQLAlchemy's +driver.
+    conninfo = sa.engine.make_url(args.url).set(drivername="postgresql").render_as_string(False)
+    work = Path(tempfile.mkdtemp(prefix="xdspub-scale-"))
+    conn = psycopg.connect(conninfo, autocommit=True)  # no transaction held between steps
+    try:
+        started = time.perf_counter()
+        backlog.load(args.url, schema, rows, args.objects, args.seed)
+        seconds = time.perf_counter() - started
+        print(f"backlog: {rows} rows over {args.objects} objects in {seconds:.1f} s")
+
+        print("ceilings of this machine:")
+        seconds, size = copy_ceiling(conn, log)
+        # every row of the fresh backlog is pending: rows/s counts them all
+        print(f"  COPY read: {seconds:.2f} s, {size / 1e6:.1f} MB, {rows / seconds:,.0f} rows/s")
+        count = min(rows, RENDER_MAX)
+        seconds = render_ceiling(count, schema)
+        print(f"  lxml render: {count} commands in {seconds:.2f} s, "
+              f"{count / seconds:,.0f} commands/s")
+        seconds, updated = update_ceiling(conn, log)
+        print(f"  status update by ranges of {RANGE}: {updated} rows in {seconds:.2f} s, "
+              f"{updated / seconds:,.0f} rows/s")
+
+        print("xdspub export:")
+        export_out = work / "export"
+        wall, peak, stderr = run("xdspub export", [
+            sys.executable, "-m", "publisher", "export", "--db", args.url, "--schema", schema,
+            "--log-table", log, "--out", str(export_out), "--batch-size", str(args.batch_size)],
+            work / "export")
+        timing = TIMING.search(stderr)
+        if timing is None:
+            sys.exit(f"no timing line in the export's standard error:\n{stderr[-2000:]}")
+        start, cycle = float(timing[1]), float(timing[2])
+        results = {"export": (cycle, start, wall, peak)}
+        export_statuses = statuses(conn, log)
+        conn.execute(f"UPDATE {log} SET status = 'N'")  # the backlog as before: all pending
+
+        if not args.skip_row_publisher:
+            print("row publisher:")
+            row_out = work / "row"
+            wall, peak, _ = run("row publisher", [
+                sys.executable, str(BENCH / "row_publisher.py"), "--db", args.url,
+                "--schema", schema, "--log-table", log, "--batch-size", str(args.batch_size),
+                "--out", str(row_out)], work / "row")
+            results["row publisher"] = (wall, None, wall, peak)  # no Spark: its cycle is its wall
+            differing = differences(export_out, row_out)
+            same_statuses = export_statuses == statuses(conn, log)
+            if differing or not same_statuses:
+                print(f"same output: no; {len(differing)} files differ "
+                      f"(first: {', '.join(differing[:5]) or '-'}); "
+                      f"statuses {'equal' if same_statuses else 'differ'}")
+                sys.exit(1)
+            print("same output: yes")
+
+        heads = ("rows", "cycle s", "Spark s", "wall s", "events/s", "peak MiB")
+        print("\n" + f"{'':<14}" + "".join(f"{h:>10}" for h in heads))
+        for name, (cycle, start, wall, peak) in results.items():
+            spark = "-" if start is None else f"{start:.2f}"
+            print(f"{name:<14}{rows:>10}{cycle:>10.2f}{spark:>10}{wall:>10.2f}"
+                  f"{rows / cycle:>10,.0f}{peak / 1024:>10.0f}")
+        if len(results) == 2:
+            (c1, _, _, p1), (c2, _, _, p2) = results.values()
+            print(f"export / row publisher: events/s x{c2 / c1:.2f}, peak memory x{p1 / p2:.2f}")
+    finally:
+        if not args.keep:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept: schema {schema}, output in {work}")
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Progress of one cycle on a terminal: the phase, how many of Spark's tasks for it are
+done, and the rows read, commands and documents so far.
+
+Shown only when standard error is a terminal, CI is not set and --quiet is not given;
+rich loads only then."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+POLL_SECONDS = 0.25
+
+
+class CycleProgress(Protocol):
+    def attach(self, spark: SparkSession) -> None:
+        """Follow the tasks of this session's jobs."""
+
+    def phase(self, name: str, **counts: int) -> None:
+        """A new phase begins; ``counts`` (rows, commands, documents) are known so far."""
+
+    def close(self) -> None:
+        """The cycle is over, or failed: take the display down."""
+
+
+class Silent:
+    def attach(self, spark: SparkSession) -> None:
+        pass
+
+    def phase(self, name: str, **counts: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class TerminalProgress:
+    """A rich progress bar over the tasks of the running Spark stages, polled from Spark's
+    status tracker by a background thread."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._display = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("tasks  {task.fields[counts]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task = self._display.add_task("starting Spark", total=None, counts="")
+        self._counts: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._display.start()
+
+    def attach(self, spark: SparkSession) -> None:
+        tracker = spark.sparkContext.statusTracker()
+        self._poller = threading.Thread(target=self._poll, args=(tracker,), daemon=True)
+        self._poller.start()
+
+    def _poll(self, tracker) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+            stages = [s for s in stages if s is not None]
+            if stages:
+                total = sum(s.numTasks for s in stages)
+                done = sum(s.numCompletedTasks for s in stages)
+                self._display.update(self._task, total=total, completed=done)
+
+    def phase(self, name: str, **counts: int) -> None:
+        self._counts.update(counts)
+        shown = "  ".join(f"{key} {value:,}" for key, value in self._counts.items())
+        self._display.update(self._task, description=name, total=None, completed=0, counts=shown)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join()
+        self._display.stop()
+
+
+def progress_for(quiet: bool) -> CycleProgress:
+    """A terminal display when someone is watching, else nothing."""
+    if quiet or os.environ.get("CI") or not sys.stderr.isatty():
+        return Silent()
+    return TerminalProgress()

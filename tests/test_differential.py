@@ -1,0 +1,129 @@
+"""Differential test: `xdspub export` (Spark) against bench/row_publisher.py, the plain
+row-at-a-time publisher, on the same backlog. Documents must be equal byte for byte, the
+statuses and exit codes equal too.
+
+The backlog is bench/backlog.py's (random events of all eight types over a few hundred
+objects) plus a handful of rows for the other statuses: W (non-canonical keys), E (bad
+rows, unpublishable current values), loopback, vanished rows, the view. Both publishers
+run on the same database: after the first, the statuses are set back to 'N', which makes
+it an identical copy (publishers change nothing else), and keeps the schema= of the
+associations the same, so the documents can be compared as bytes."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from publisher.cli import cli
+from tests.conftest import server_url
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+LOOPBACK = "<publisher>"  # replaced by the URL's user
+EXTRA = [  # table_key, event_type, table_name, column_name, old_value, new_value, perpetrator
+    ("idu= 5", 6, "usr"),
+    ('idu="6"', 2, "usr", "fname", "a", "b"),
+    ("idu=", 1, "usr", "fname", None, "x"),
+    ("idu=7", 9, "usr"),
+    ("idu=7", 1, "nosuch", "fname", None, "x"),
+    ("idu=7", 1, "usr", "nosuch", None, "x"),
+    ("idu=abc", 6, "usr"),
+    ("idu=7", 1, "usr", "fname", None, "a\x01b"),
+    ("idu=7", 3, "usr", "lname", None, None),
+    ("idu=999999", 6, "usr"),
+    ("idu=8", 6, "usr"), ("idu=8", 2, "usr", "lname", "o", "n"), ("idu=8", 4, "usr"),
+    ("idu=8", 1, "usr", "fname", None, "again"),
+    ("idu=9", 8, "usr", "fname"), ("idu=9", 2, "usr", "fname", "o", "n"),
+    ("idu=10", 6, "usr"),  # its current fname cannot be published: E
+    ("idu=11", 8, "usr", "lname"),  # its current fname cannot be published, lname can: S
+    ("pk_empno=3", 6, "view_usr"), ("pk_empno= 4", 2, "view_usr", "fname", "o", "n"),
+    ("idu=12", 1, "usr", "fname", None, "mine", LOOPBACK),
+    ("idu=12", 4, "usr", None, None, None, "someone"),
+]
+
+
+def _load_backlog(url: str, schema: str) -> str:
+    """bench/backlog.py's backlog with the EXTRA rows; the prefix of its tables."""
+    spec = importlib.util.spec_from_file_location("backlog", BENCH / "backlog.py")
+    backlog = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backlog)
+    backlog.load(url, schema, rows=3000, objects=300, seed=11)
+    engine = sa.create_engine(url)
+    prefix = "" if engine.dialect.name == "sqlite" else f"{schema}."
+    names = backlog.EVENT_COLUMNS + ("perpetrator",)
+    insert = sa.text(
+        f"INSERT INTO {prefix}indirect_process ({', '.join(names)}) "
+        f"VALUES ({', '.join(':' + n for n in names)})"
+    )
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"UPDATE {prefix}usr SET fname = 'bad\x01' WHERE idu IN (10, 11)"))
+        for row in EXTRA:
+            values = dict(zip(names, row + (None,) * (len(names) - len(row))))
+            if values["perpetrator"] == LOOPBACK:
+                values["perpetrator"] = engine.url.username
+            conn.execute(insert, values)
+    engine.dispose()
+    return prefix
+
+
+def _statuses(url: str, prefix: str, reset: bool = False) -> list[tuple[int, str]]:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        rows = conn.execute(
+            sa.text(f"SELECT record_id, status FROM {prefix}indirect_process ORDER BY record_id")
+        ).all()
+        if reset:
+            conn.execute(sa.text(f"UPDATE {prefix}indirect_process SET status = 'N'"))
+    engine.dispose()
+    return [tuple(r) for r in rows]
+
+
+def _documents(out: Path) -> dict[str, bytes]:
+    files = sorted(out.iterdir()) if out.is_dir() else [out]
+    return {f.name: f.read_bytes() for f in files}
+
+
+@pytest.mark.parametrize(
+    ("database", "out_name", "batch_size"),
+    [("sqlite", "docs", "7"), ("postgresql", "all.xml", "1")],
+)
+def test_spark_and_row_publishers_agree(database, out_name, batch_size, tmp_path, spark):
+    if database == "sqlite":
+        url, schema = f"sqlite:///{tmp_path / 'backlog.db'}", "indirect"
+    else:
+        url, schema = server_url(database), f"xt_{uuid.uuid4().hex[:10]}"
+    try:
+        prefix = _load_backlog(url, schema)
+        options = ["--db", url, "--schema", schema, "--log-table", f"{prefix}indirect_process",
+                   "--batch-size", batch_size]
+        spark_out, row_out = tmp_path / "spark" / out_name, tmp_path / "row" / out_name
+        spark_out.parent.mkdir()
+        row_out.parent.mkdir()
+
+        exported = CliRunner().invoke(
+            cli, ["export", *options, "--out", str(spark_out), "--master", "local[2]"],
+            catch_exceptions=False,
+        )
+        spark_statuses = _statuses(url, prefix, reset=True)
+        published = subprocess.run(
+            [sys.executable, str(BENCH / "row_publisher.py"), *options, "--out", str(row_out)],
+            capture_output=True, text=True,
+        )
+        row_statuses = _statuses(url, prefix)
+    finally:
+        if database != "sqlite":
+            engine = sa.create_engine(url)
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            engine.dispose()
+
+    assert exported.exit_code == published.returncode == 1, (exported.output, published.stderr)
+    assert {s for _, s in spark_statuses} == {"S", "W", "E"}
+    assert spark_statuses == row_statuses
+    assert _documents(spark_out) == _documents(row_out)
