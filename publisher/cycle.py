@@ -105,7 +105,12 @@ def _cycle(
     progress.phase("reading the event log")
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
     publisher_user = settings.publisher_user or engine.url.username
-    events = read_pending(spark, engine, log, dialect, settings).transform(with_plain_keys)
+    # Fixed once, with the plain keys split: the key parser and the classification both read it.
+    events = (
+        read_pending(spark, engine, log, dialect, settings)
+        .transform(with_plain_keys)
+        .localCheckpoint(eager=True)
+    )
     columns = spark.createDataFrame(catalogue.column_rows(), COLUMNS_SCHEMA)
     classified = (
         events.transform(p.with_event_type)

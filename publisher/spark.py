@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 2 cores
+DRIVER_MEMORY = "768m"
 
 
 @lru_cache(maxsize=None)
@@ -33,6 +34,7 @@ def spark_session(master: str = "local[*]") -> SparkSession:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        .config("spark.driver.memory", DRIVER_MEMORY)
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

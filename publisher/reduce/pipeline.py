@@ -106,6 +106,12 @@ def _forbidden_check(name: str, applies: Column) -> tuple[Column, Column]:
     )
 
 
+_CLASSIFY_ONLY = (
+    "table_key", "event_type_text", "event_order", "perpetrator", "old_value", "new_value",
+    "key_error", "table_columns", "int_columns", "is_char",
+)
+
+
 def classify(settings_schema: str, publisher_user: str | None, allow_loopback: bool) -> Transform:
     """fate (loopback, error or live), reason, warning, and old_text/new_text of the log."""
 
@@ -195,6 +201,8 @@ def classify(settings_schema: str, publisher_user: str | None, allow_loopback: b
             .withColumn("warning", warning)
             .withColumn("old_text", F.when(t == ev.EventType.UPDATE_FIELD, old_text))
             .withColumn("new_text", F.when(field_values, new_text))
+            # What later steps do not read: every row carries it through their shuffles.
+            .drop(*_CLASSIFY_ONLY)
         )
 
     return step

@@ -92,8 +92,8 @@ def pending_select(
 def read_pending(
     spark: SparkSession, engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings
 ) -> DataFrame:
-    """The cycle's pending rows, read in record_id ranges and fixed once: later steps never
-    re-read the table."""
+    """The cycle's pending rows, read in record_id ranges. The caller fixes them (a local
+    checkpoint) before it uses them twice, so that later steps never re-read the table."""
     query = pending_select(log, dialect, settings.future_events, settings.query_limit)
     pending = query.subquery()
     with engine.connect() as conn:
@@ -101,7 +101,7 @@ def read_pending(
             sa.select(sa.func.min(pending.c.record_id), sa.func.max(pending.c.record_id), sa.func.count())
         ).one()
     split = ("record_id", low, high, rows) if rows else None
-    return read_query(spark, engine, dialect, query, PENDING_SCHEMA, split).localCheckpoint(eager=True)
+    return read_query(spark, engine, dialect, query, PENDING_SCHEMA, split)
 
 
 def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:
