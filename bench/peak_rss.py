@@ -1,6 +1,7 @@
 """Run a command and print the peak resident memory of its whole process tree (the
-Python driver, the Spark JVM and the Python workers together), sampled every 0.1 s.
-/usr/bin/time -v reports only the largest single process.
+Python driver, the Spark JVM and the Python workers together), sampled every 0.1 s, and
+what each process held at that peak. /usr/bin/time -v reports only the largest single
+process. Forked workers share pages, so the sum is an upper bound.
 
     python3 bench/peak_rss.py xdspub export --db sqlite:////tmp/backlog.db --out /tmp/out.xml
 """
@@ -13,40 +14,51 @@ import time
 from pathlib import Path
 
 
-def tree_rss_kib(root: int) -> int:
+def tree_rss(root: int) -> list[tuple[int, str]]:
+    """(RSS in KiB, command line) of ``root`` and every process below it."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    seen: dict[int, tuple[int, str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         pid = int(entry.name)
         children.setdefault(int(fields["PPid"]), []).append(pid)
-        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0])
-    total, stack = 0, [root]
+        seen[pid] = (int(fields.get("VmRSS", "0 kB").split()[0]), command.strip())
+    found, stack = [], [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        if pid in seen:
+            found.append(seen[pid])
         stack.extend(children.get(pid, []))
-    return total
+    return found
+
+
+def tree_rss_kib(root: int) -> int:
+    return sum(kib for kib, _ in tree_rss(root))
 
 
 def main() -> int:
     started = time.monotonic()
     process = subprocess.Popen(sys.argv[1:])
-    peak = 0
+    peak: list[tuple[int, str]] = []
     while process.poll() is None:
-        peak = max(peak, tree_rss_kib(process.pid))
+        sample = tree_rss(process.pid)
+        if sum(k for k, _ in sample) > sum(k for k, _ in peak):
+            peak = sample
         time.sleep(0.1)
     print(
-        f"peak_rss: {peak / 1024:.0f} MiB over the process tree; "
+        f"peak_rss: {sum(k for k, _ in peak) / 1024:.0f} MiB over the process tree; "
         f"wall {time.monotonic() - started:.1f} s; exit {process.returncode}",
         file=sys.stderr,
     )
+    for kib, command in sorted(peak, reverse=True):
+        print(f"peak_rss: {kib / 1024:7.0f} MiB  {command[:100]}", file=sys.stderr)
     return process.returncode
 
 

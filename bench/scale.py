@@ -109,7 +109,7 @@ def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
               *stderr.splitlines()[-20:], sep="\n")
         sys.exit(1)
     for line in stderr.splitlines():
-        if "rows read" in line:  # the publisher's own summary, when it prints one
+        if "rows read" in line or "Spark start" in line:  # the publisher's summary and timing
             print(f"  {line}")
     return wall, peak, stderr
 

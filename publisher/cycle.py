@@ -35,9 +35,12 @@ class CycleReport:
     notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
     spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
     seconds: float = 0.0  # the cycle itself, after the session was up
+    phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
 
     def timing(self) -> str:
-        return f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
+        text = f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
+        return f"{text} ({steps})" if steps else text
 
     def summary(self) -> str:
         letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
@@ -49,6 +52,25 @@ class CycleReport:
     @property
     def errors(self) -> list[tuple[int, str]]:
         return [(rid, why) for rid, letter, why in self.notes if letter == Status.ERROR]
+
+
+class _Phases:
+    """Shows each phase of a cycle on the progress display and records how long it took."""
+
+    def __init__(self, report: CycleReport, progress: CycleProgress) -> None:
+        self.report, self.progress = report, progress
+        self.current: tuple[str, float] | None = None
+
+    def begin(self, name: str, **counts: int) -> None:
+        self.end()
+        self.progress.phase(name, **counts)
+        self.current = (name, time.monotonic())
+
+    def end(self) -> None:
+        if self.current is not None:
+            name, started = self.current
+            self.report.phases.append((name, time.monotonic() - started))
+            self.current = None
 
 
 def export(settings: Settings, out: str, progress: CycleProgress | None = None) -> CycleReport:
@@ -102,7 +124,8 @@ def _cycle(
     report = CycleReport(spark_start_seconds=time.monotonic() - started)
     started += report.spark_start_seconds
     progress.attach(spark)
-    progress.phase("reading the event log")
+    phases = _Phases(report, progress)
+    phases.begin("reading the event log")
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
     publisher_user = settings.publisher_user or engine.url.username
     # Fixed once, with the plain keys split: the key parser and the classification both read it.
@@ -111,6 +134,7 @@ def _cycle(
         .transform(with_plain_keys)
         .localCheckpoint(eager=True)
     )
+    phases.begin("classifying")
     columns = spark.createDataFrame(catalogue.column_rows(), COLUMNS_SCHEMA)
     classified = (
         events.transform(p.with_event_type)
@@ -124,17 +148,17 @@ def _cycle(
     def read(table, key_names, wanted):
         return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
 
-    progress.phase("reducing")
+    phases.begin("reducing")
     state = current_state(spark, p.query_back_requests(classified), catalogue, read)
     decided = p.decide(classified, state).localCheckpoint(eager=True)
 
     rows_read = decided.count()
-    progress.phase("ordering commands", rows=rows_read)
+    phases.begin("ordering commands", rows=rows_read)
     commands = order_commands(decided.transform(p.command_rows(settings.schema)), rows_read)
     report.commands = commands.total
-    progress.phase("rendering and writing", commands=commands.total)
+    phases.begin("rendering and writing", commands=commands.total)
     report.documents = sink.publish(commands)
-    progress.phase("writing statuses", documents=report.documents)
+    phases.begin("finding status ranges", documents=report.documents)
 
     statuses = p.statuses(decided)
     ranges = status_ranges(statuses)
@@ -146,6 +170,8 @@ def _cycle(
         for r in statuses.where("reason IS NOT NULL").orderBy("record_id").toLocalIterator()
     ]
     if not settings.dry_run:
+        phases.begin("writing statuses")
         write_statuses(engine, log, ranges, settings.delete_processed)
+    phases.end()
     report.seconds = time.monotonic() - started
     return report

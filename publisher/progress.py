@@ -56,7 +56,7 @@ class TerminalProgress:
 
         self._display = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description:<22}"),
+            TextColumn("{task.description:<21}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("tasks  {task.fields[counts]}"),

@@ -24,21 +24,24 @@ def spark_session(master: str = "local[*]") -> SparkSession:
     # Quiet start-up: Spark's default logging prints a screen of warnings.
     log_config = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config}"
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName("xdspub")
-        .config("spark.jars", jars)
+        .config("spark.jars", jars)  # the driver serves them to a cluster's executors
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.driver.memory", DRIVER_MEMORY)
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
     )
+    if master.startswith("local"):
+        # All on this machine: keep Spark off the network. A cluster's executors must reach
+        # the driver, so there Spark's own choice (or SPARK_LOCAL_IP) stands.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.host", "127.0.0.1")
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

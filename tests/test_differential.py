@@ -127,3 +127,23 @@ def test_spark_and_row_publishers_agree(database, out_name, batch_size, tmp_path
     assert {s for _, s in spark_statuses} == {"S", "W", "E"}
     assert spark_statuses == row_statuses
     assert _documents(spark_out) == _documents(row_out)
+
+
+def test_scale_benchmark_runs_and_both_publishers_agree(spark):
+    """bench/scale.py end to end on a small backlog: it must keep working, and it checks
+    the two publishers' documents and statuses itself (its figures are not asserted)."""
+    url = server_url("postgresql")
+    schema = f"xt_{uuid.uuid4().hex[:10]}"
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "scale.py"), "--url", url, "--schema", schema,
+         "--rows", "3000", "--objects", "300"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "same output: yes" in result.stdout
+    assert "export / row publisher: events/s x" in result.stdout
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        left = conn.execute(sa.text("SELECT count(*) FROM pg_namespace WHERE nspname = :s"), {"s": schema})
+        assert left.scalar() == 0  # the benchmark drops its schema
+    engine.dispose()

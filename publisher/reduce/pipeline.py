@@ -280,7 +280,7 @@ def with_precedence(df: DataFrame) -> DataFrame:
         df.withColumn("last_row_qb", _last(_is(ev.ROW_QUERY_BACK), by_object))
         .withColumn("last_field_qb", _last(_is(ev.FIELD_QUERY_BACK), by_field))
         .withColumn("superseded", superseded)
-        .drop("last_row_qb", "last_field_qb", "last_delete")
+        .drop("last_row_qb", "last_field_qb", "last_delete", "deleted_later")
     )
 
 
@@ -332,7 +332,8 @@ def with_commands(df: DataFrame) -> DataFrame:
 def decide(classified: DataFrame, state: DataFrame) -> DataFrame:
     """Every row's fate and, for survivors, its command."""
     return (
-        classified.transform(with_last_delete)
+        classified.drop("key_pairs")  # read by query_back_requests only
+        .transform(with_last_delete)
         .transform(with_query_back(state))
         .transform(with_precedence)
         .transform(with_commands)
