@@ -1,0 +1,574 @@
+"""The Qlik Kafka message reader: seed 001's messages and worked masks, bare and wrapped, bad
+input with its line numbers, transaction reassembly, and a round trip through an encoder
+written here."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from publisher.errors import ConfigError
+from publisher.model.changes import ChangeEvent
+from publisher.model.events import EventType
+from publisher.source.cdc.qlik_kafka import (
+    ChangeAssembler,
+    DataMessage,
+    IncompleteTransaction,
+    KafkaMessageError,
+    TableMetadata,
+    parse_message,
+    read_changes,
+)
+from publisher.source.cdc.qlik_mask import MaskError
+
+I, U, U3, D = (
+    EventType.INSERT_FIELD,
+    EventType.UPDATE_FIELD,
+    EventType.UPDATE_FIELD_REMOVE_ALL,
+    EventType.DELETE_ROW,
+)
+
+# A 16-column table like seed 001's real update message: ordinal 8 (SALARY) and 16
+# (UPDATED_AT) are the ones "008080" marks.
+EMP_COLUMNS = [
+    ("ID", "INT4", 1), ("FIRST_NAME", "STRING", 0), ("LAST_NAME", "STRING", 0),
+    ("EMAIL", "STRING", 0), ("PHONE", "STRING", 0), ("HIRE_DATE", "DATE", 0),
+    ("JOB_ID", "STRING", 0), ("SALARY", "NUMERIC", 0), ("COMMISSION", "NUMERIC", 0),
+    ("MANAGER_ID", "INT4", 0), ("DEPT_ID", "INT4", 0), ("CITY", "STRING", 0),
+    ("COUNTRY", "STRING", 0), ("ACTIVE", "BOOLEAN", 0), ("PHOTO", "BYTES", 0),
+    ("UPDATED_AT", "DATETIME", 0),
+]
+EMP_ROW = {
+    "ID": 7, "FIRST_NAME": "Anna", "LAST_NAME": "Berg", "EMAIL": "anna@example.com",
+    "PHONE": None, "HIRE_DATE": "2020-01-15", "JOB_ID": "DEV", "SALARY": 5000.50,
+    "COMMISSION": None, "MANAGER_ID": 3, "DEPT_ID": 10, "CITY": "Köln", "COUNTRY": "DE",
+    "ACTIVE": True, "PHOTO": "AAEC/w==", "UPDATED_AT": "2024-03-01 10:00:00.000000",
+}
+SEQ = "20240301100000000000000000000000017"
+
+
+def metadata(
+    table: str, columns: list[tuple[str, str, int]], version: int = 1,
+    schema: str | None = "hr",
+) -> dict:
+    """A metadata message as seed 001 lists its fields; ``columns`` are (name, type,
+    primaryKeyPosition) in ordinal order."""
+    return {
+        "schemaId": f"{table}-v{version}",
+        "lineage": {
+            "server": "qlik01", "task": "hr_to_kafka", "schema": schema, "table": table,
+            "tableVersion": version, "timestamp": "2024-03-01T09:00:00.000",
+        },
+        "tableStructure": {
+            "tableColumns": {
+                name: {
+                    "ordinal": ordinal, "type": kind, "length": 0, "precision": 0,
+                    "scale": 0, "primaryKeyPosition": key,
+                }
+                for ordinal, (name, kind, key) in enumerate(columns, start=1)
+            }
+        },
+        "dataSchema": None,
+    }
+
+
+def message(
+    table: str, operation: str, data: dict | None = None, before: dict | None = None, *,
+    seq: str | None = SEQ, txid: str | None = None, counter: int | None = None,
+    last: bool | None = None, change_mask: str | None = None,
+    column_mask: str | None = None, schema: str | None = "hr",
+) -> dict:
+    """A data message as seed 001 lists its fields (schema and table on the message)."""
+    headers = {
+        "operation": operation, "changeSequence": seq, "timestamp": "2024-03-01T10:00:00",
+        "streamPosition": "00000000.0001", "transactionId": txid, "changeMask": change_mask,
+        "columnMask": column_mask, "transactionEventCounter": counter,
+        "transactionLastEvent": last,
+    }
+    return {"schema": schema, "table": table, "headers": headers, "data": data,
+            "beforeData": before}
+
+
+def wrap(body: dict) -> dict:
+    kind = "MD" if "tableStructure" in body else "DT"
+    return {"magic": "atMSG", "type": kind, "headers": None, "messageSchemaId": None,
+            "messageSchema": None, "message": body}
+
+
+def jsonl(*messages: dict, wrapped: bool = False) -> str:
+    return "".join(json.dumps(wrap(m) if wrapped else m) + "\n" for m in messages)
+
+
+def read(text: str, assembler: ChangeAssembler | None = None) -> list[ChangeEvent]:
+    return list(read_changes(io.StringIO(text), assembler))
+
+
+def event(order, table, key, kind, column=None, old=None, new=None) -> ChangeEvent:
+    return ChangeEvent(order, table, key, kind, column, old, new)
+
+
+EMP_KEY = (("ID", "7"),)
+
+
+def emp_insert(operation: str = "INSERT", **headers) -> dict:
+    return message("EMPLOYEES", operation, EMP_ROW, column_mask="00FFFF", **headers)
+
+
+# --- seed 001 -------------------------------------------------------------------------
+
+
+def test_metadata_message_columns_by_ordinal_keys_by_position() -> None:
+    body = metadata("T", [("A", "STRING", 2), ("B", "INT4", 0), ("C", "INT4", 1)], version=4)
+    # JSON object order is not ordinal order: shuffle it.
+    columns = body["tableStructure"]["tableColumns"]
+    body["tableStructure"]["tableColumns"] = dict(reversed(list(columns.items())))
+    parsed = parse_message(json.dumps(wrap(body)), 3)
+    assert isinstance(parsed, TableMetadata)
+    assert parsed.names == ("A", "B", "C")
+    assert parsed.keys == ("C", "A")
+    assert (parsed.line, parsed.schema, parsed.table, parsed.table_version) == (3, "hr", "T", 4)
+    assert (parsed.schema_id, parsed.server, parsed.task) == ("T-v4", "qlik01", "hr_to_kafka")
+    assert parsed.columns[1].type == "INT4" and parsed.columns[0].key_position == 2
+
+
+def test_data_message_fields() -> None:
+    body = emp_insert(txid="tx1", counter=2, last=True)
+    parsed = parse_message(json.dumps(body), 5)
+    assert isinstance(parsed, DataMessage)
+    assert (parsed.schema, parsed.table, parsed.table_version) == ("hr", "EMPLOYEES", None)
+    assert (parsed.operation, parsed.change_sequence, parsed.transaction_id) == (
+        "INSERT", SEQ, "tx1",
+    )
+    assert (parsed.event_counter, parsed.last_event, parsed.column_mask) == (2, True, "00FFFF")
+    assert parsed.stream_position == "00000000.0001"
+
+
+INSERT_EVENTS = [
+    ("FIRST_NAME", "Anna"), ("LAST_NAME", "Berg"), ("EMAIL", "anna@example.com"),
+    ("HIRE_DATE", "2020-01-15"), ("JOB_ID", "DEV"), ("SALARY", "5000.5"),
+    ("MANAGER_ID", "3"), ("DEPT_ID", "10"), ("CITY", "Köln"), ("COUNTRY", "DE"),
+    ("ACTIVE", "true"), ("PHOTO", "AAEC/w=="), ("UPDATED_AT", "2024-03-01 10:00:00.000000"),
+]  # PHONE and COMMISSION are null: nothing; ID is the key
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_seed_001_insert_update_delete_refresh(wrapped: bool) -> None:
+    after = dict(EMP_ROW, SALARY=5200.00, UPDATED_AT="2024-03-02 08:30:00.000000")
+    text = jsonl(
+        metadata("EMPLOYEES", EMP_COLUMNS),
+        emp_insert("REFRESH", seq=None),
+        emp_insert(seq=SEQ),
+        message("EMPLOYEES", "UPDATE", after, EMP_ROW, seq=SEQ[:-1] + "8",
+                change_mask="008080", column_mask="00FFFF"),
+        message("EMPLOYEES", "DELETE", after, seq=SEQ[:-1] + "9", column_mask="00FFFF"),
+        wrapped=wrapped,
+    )
+    refresh = [event(("", 0, n), "EMPLOYEES", EMP_KEY, I, c, None, v)
+               for n, (c, v) in enumerate(INSERT_EVENTS)]
+    insert = [event((SEQ, 0, n), "EMPLOYEES", EMP_KEY, I, c, None, v)
+              for n, (c, v) in enumerate(INSERT_EVENTS)]
+    update = [
+        event((SEQ[:-1] + "8", 0, 0), "EMPLOYEES", EMP_KEY, U, "SALARY", "5000.5", "5200.0"),
+        event((SEQ[:-1] + "8", 0, 1), "EMPLOYEES", EMP_KEY, U, "UPDATED_AT",
+              "2024-03-01 10:00:00.000000", "2024-03-02 08:30:00.000000"),
+    ]
+    delete = [event((SEQ[:-1] + "9", 0, 0), "EMPLOYEES", EMP_KEY, D)]
+    assert read(text) == refresh + insert + update + delete
+
+
+def test_seed_001_change_mask_0b_over_10_columns() -> None:
+    columns = [(f"C{n}", "STRING", 1 if n == 2 else 0) for n in range(1, 11)]
+    after = {f"C{n}": f"new{n}" for n in range(1, 11)}
+    before = dict(after, C1="old1", C4="old4")
+    text = jsonl(
+        metadata("T10", columns),
+        message("T10", "UPDATE", after, before, change_mask="0B", column_mask="03FF"),
+    )
+    key = (("C2", "new2"),)
+    assert read(text) == [
+        event((SEQ, 0, 0), "T10", key, U, "C1", "old1", "new1"),
+        event((SEQ, 0, 1), "T10", key, U, "C4", "old4", "new4"),
+    ]  # ordinal 2 is the key: not an attribute event
+
+
+def test_update_without_before_data_is_type_3_and_null_is_a_value() -> None:
+    after = dict(EMP_ROW, SALARY=None)
+    text = jsonl(
+        metadata("EMPLOYEES", EMP_COLUMNS),
+        message("EMPLOYEES", "UPDATE", after, change_mask="008080", column_mask="00FFFF"),
+    )
+    assert read(text) == [
+        event((SEQ, 0, 0), "EMPLOYEES", EMP_KEY, U3, "SALARY", None, None),
+        event((SEQ, 0, 1), "EMPLOYEES", EMP_KEY, U3, "UPDATED_AT", None,
+              "2024-03-01 10:00:00.000000"),
+    ]
+
+
+def test_not_present_differs_from_a_real_null() -> None:
+    # columnMask 007FFF: UPDATED_AT (ordinal 16) not present; SALARY present and null.
+    after = dict(EMP_ROW, SALARY=None, UPDATED_AT=None)
+    text = jsonl(
+        metadata("EMPLOYEES", EMP_COLUMNS),
+        message("EMPLOYEES", "UPDATE", after, EMP_ROW, change_mask="008080",
+                column_mask="007FFF"),
+        message("EMPLOYEES", "INSERT", dict(EMP_ROW, ID=8), column_mask="000003"),
+    )
+    assert read(text) == [
+        event((SEQ, 0, 0), "EMPLOYEES", EMP_KEY, U, "SALARY", "5000.5", None),
+        event((SEQ, 0, 0), "EMPLOYEES", (("ID", "8"),), I, "FIRST_NAME", None, "Anna"),
+    ]
+
+
+def test_update_changing_the_key_deletes_and_adds() -> None:
+    columns = [("K", "INT4", 1), ("V", "STRING", 0)]
+    text = jsonl(
+        metadata("T", columns),
+        message("T", "UPDATE", {"K": 2, "V": "x"}, {"K": 1, "V": "x"}, change_mask="01"),
+    )
+    assert read(text) == [
+        event((SEQ, 0, 0), "T", (("K", "1"),), D),
+        event((SEQ, 0, 1), "T", (("K", "2"),), I, "V", None, "x"),
+    ]
+
+
+def test_delete_keyed_from_before_data_when_data_is_null() -> None:
+    columns = [("K", "INT4", 1), ("V", "STRING", 0)]
+    text = jsonl(metadata("T", columns), message("T", "DELETE", None, {"K": 4, "V": "x"}))
+    assert read(text) == [event((SEQ, 0, 0), "T", (("K", "4"),), D)]
+
+
+def test_composite_key_in_key_position_order() -> None:
+    columns = [("A", "STRING", 2), ("B", "STRING", 1), ("V", "STRING", 0)]
+    text = jsonl(metadata("T", columns), message("T", "DELETE", {"A": "a", "B": "b", "V": None}))
+    assert read(text) == [event((SEQ, 0, 0), "T", (("B", "b"), ("A", "a")), D)]
+
+
+def test_values_as_text() -> None:
+    columns = [("K", "INT4", 1), ("N", "NUMERIC", 0), ("E", "REAL8", 0), ("Z", "INT8", 0),
+               ("F", "BOOLEAN", 0), ("BIN", "BLOB", 0)]
+    line = ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "schema": "hr", '
+            '"table": "T", '
+            '"data": {"K": -0, "N": 1.50, "E": 1E+3, "Z": 123456789012345678901234567890, '
+            '"F": false, "BIN": "3q2+7w=="}}\n')
+    assert [(e.column_name, e.new_value) for e in read(jsonl(metadata("T", columns)) + line)] == [
+        ("N", "1.50"), ("E", "1E+3"), ("Z", "123456789012345678901234567890"), ("F", "false"),
+        ("BIN", "3q2+7w=="),
+    ]
+    assert read(jsonl(metadata("T", columns)) + line)[0].key == (("K", "-0"),)
+
+
+@pytest.mark.parametrize("value", ["not base64!", 12, ["a"]])
+def test_binary_that_is_not_base64_text(value) -> None:
+    columns = [("K", "INT4", 1), ("BIN", "BYTES", 0)]
+    text = jsonl(metadata("T", columns), message("T", "INSERT", {"K": 1, "BIN": value}))
+    with pytest.raises(KafkaMessageError, match="BIN of type BYTES .* not Base64") as info:
+        read(text)
+    assert info.value.line == 2
+
+
+def test_table_named_by_lineage_or_headers() -> None:
+    columns = [("K", "INT4", 1), ("V", "STRING", 0)]
+    body = message("T", "INSERT", {"K": 1, "V": "a"})
+    del body["schema"], body["table"]
+    in_lineage = dict(body, lineage={"schema": "hr", "table": "T", "tableVersion": 1})
+    in_headers = dict(body, headers=dict(body["headers"], schema="hr", table="T"))
+    expected = [event((SEQ, 0, 0), "T", (("K", "1"),), I, "V", None, "a")]
+    assert read(jsonl(metadata("T", columns), in_lineage)) == expected
+    assert read(jsonl(metadata("T", columns), in_headers)) == expected
+    disagree = dict(in_lineage, table="OTHER")
+    with pytest.raises(KafkaMessageError, match=r"names table \['OTHER', 'T'\] \(line 2\)"):
+        read(jsonl(metadata("T", columns), disagree))
+
+
+def test_table_versions_latest_and_named() -> None:
+    v1 = [("K", "INT4", 1), ("A", "STRING", 0)]
+    v2 = [("K", "INT4", 1), ("B", "STRING", 0)]
+    named_v1 = dict(message("T", "INSERT", {"K": 1, "A": "a"}),
+                    lineage={"table": "T", "tableVersion": 1})
+    latest = message("T", "INSERT", {"K": 2, "B": "b"})
+    events = read(jsonl(metadata("T", v1, 1), metadata("T", v2, 2), named_v1, latest))
+    assert [(e.key, e.column_name) for e in events] == [((("K", "1"),), "A"), ((("K", "2"),), "B")]
+    # Another schema's table of the same name has metadata of its own.
+    with pytest.raises(KafkaMessageError, match="no metadata message seen for table sales.T"):
+        read(jsonl(metadata("T", v1), message("T", "INSERT", {"K": 1}, schema="sales")))
+
+
+def test_avro_is_refused_with_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="Avro are not supported"):
+        read_changes(io.StringIO(""), message_format="avro")
+    with pytest.raises(ConfigError, match="unknown Qlik Kafka message format"):
+        read_changes(io.StringIO(""), message_format="xml")
+
+
+# --- bad input, each naming its line --------------------------------------------------
+
+# A source without schemas: the raw lines below name no schema either.
+GOOD_T = jsonl(metadata("T", [("K", "INT4", 1), ("V", "STRING", 0)], schema=None))
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern"),
+    [
+        ('{"headers": ', "invalid JSON"),
+        ('{"x": NaN}', "invalid JSON"),
+        ("[1, 2]", "a message must be a JSON object"),
+        ('{"schemaId": "s"}', "neither metadata .* nor data"),
+        ('{"magic": "atMSG", "type": "CT", "message": {}}', "message type 'CT' is neither"),
+        ('{"magic": "atMSG", "type": "DT", "message": "T2JqAQ=="}', "Avro-encoded"),
+        ('{"magic": "atMSG", "type": "MD", "message": {"headers": {}}}', "wrapper type 'MD'"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "U", '
+         '"data": {"K": 1}}', "no metadata message seen for table U"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
+         '"lineage": {"tableVersion": 9}, "data": {"K": 1}}', "table T version 9"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1", "columnMask": "07"}, '
+         '"table": "T", "data": {"K": 1}}', "columnMask: mask '07' marks ordinal 3, beyond"),
+        ('{"headers": {"operation": "UPDATE", "changeSequence": "1", "changeMask": "0x"}, '
+         '"table": "T", "data": {"K": 1}}', "changeMask: mask '0x' is not hex"),
+        ('{"headers": {"operation": "TRUNCATE", "changeSequence": "1"}, "table": "T"}',
+         "operation 'TRUNCATE'"),
+        ('{"headers": {"operation": "INSERT"}, "table": "T", "data": {"K": 1}}',
+         "changeSequence is missing"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
+         '"data": {"K": null, "V": "a"}}', "key column K is null"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
+         '"data": {"K": 1, "W": "a"}}', r"data has column\(s\) \['W'\]"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
+         '"data": {"K": 1, "V": {"a": 1}}}', "column V holds a JSON object, not a single"),
+    ],
+)
+def test_bad_message_names_its_line(line: str, pattern: str) -> None:
+    text = GOOD_T + "\n" + line + "\n"  # a blank line 2 still counts
+    with pytest.raises(KafkaMessageError, match=pattern) as info:
+        read(text)
+    assert info.value.line == 3
+    assert str(info.value).endswith("(line 3)")
+
+
+def test_mask_error_is_wrapped_with_the_line() -> None:
+    with pytest.raises(KafkaMessageError) as info:
+        read(GOOD_T + jsonl(message("T", "INSERT", {"K": 1}, column_mask="0100", schema=None)))
+    assert info.value.line == 2 and "ordinal 9, beyond the table's 2 columns" in str(info.value)
+    assert not isinstance(info.value, MaskError)
+
+
+def test_duplicate_event_counter() -> None:
+    text = GOOD_T + jsonl(
+        message("T", "INSERT", {"K": 1}, txid="t", counter=1, last=False, schema=None),
+        message("T", "INSERT", {"K": 2}, txid="t", counter=1, last=False, schema=None),
+    )
+    with pytest.raises(KafkaMessageError, match="transactionEventCounter 1 twice") as info:
+        read(text)
+    assert info.value.line == 3
+
+
+@pytest.mark.parametrize(
+    ("counters", "pattern"),
+    [
+        ([(2, True), (1, True)], "two last events"),
+        ([(3, False), (2, True)], "ends at event 2 but has event 3"),
+        ([(2, True), (3, False)], "event 3 is beyond it"),
+        ([(0, True)], "Counter 0 is not 1 or more"),
+    ],
+)
+def test_inconsistent_transaction_counters(counters, pattern) -> None:
+    text = GOOD_T + jsonl(*(
+        message("T", "INSERT", {"K": n}, txid="t", counter=n, last=last, schema=None)
+        for n, last in counters
+    ))
+    with pytest.raises(KafkaMessageError, match=pattern) as info:
+        read(text)
+    assert info.value.line == 1 + len(counters)
+
+
+def test_metadata_with_gaps_in_its_ordinals() -> None:
+    body = metadata("T", [("K", "INT4", 1), ("V", "STRING", 0)])
+    body["tableStructure"]["tableColumns"]["V"]["ordinal"] = 3
+    with pytest.raises(KafkaMessageError, match=r"ordinals \[1, 3\] are not 1..2 \(line 1\)"):
+        read(jsonl(body))
+
+
+def test_table_without_key_columns() -> None:
+    text = jsonl(metadata("T", [("V", "STRING", 0)]), message("T", "INSERT", {"V": "a"}))
+    with pytest.raises(KafkaMessageError, match=r"T has no key column .*\(line 1: .*\(line 2\)"):
+        read(text)
+
+
+# --- transactions ---------------------------------------------------------------------
+
+
+def tx_insert(key: int, txid: str, counter: int, last: bool) -> dict:
+    return message("T", "INSERT", {"K": key, "V": f"v{key}"}, seq=f"{key:035d}", txid=txid,
+                   counter=counter, last=last, schema=None)
+
+
+def test_interleaved_transactions_in_counter_order() -> None:
+    text = GOOD_T + jsonl(
+        tx_insert(12, "b", 2, True),
+        tx_insert(3, "a", 3, True),
+        tx_insert(11, "b", 1, False),  # b is whole here
+        tx_insert(1, "a", 1, False),
+        # A full-load row has no transaction: out at once.
+        message("T", "REFRESH", {"K": 99, "V": "r"}, seq=None, schema=None),
+        tx_insert(2, "a", 2, False),  # a is whole here
+    )
+    assert [(e.key[0][1], e.order[1]) for e in read(text)] == [
+        ("11", 1), ("12", 2), ("99", 0), ("1", 1), ("2", 2), ("3", 3),
+    ]
+
+
+def test_message_without_counter_comes_out_at_once() -> None:
+    text = GOOD_T + jsonl(
+        tx_insert(1, "a", 1, False),
+        message("T", "INSERT", {"K": 5, "V": "x"}, txid="z", schema=None),
+        tx_insert(2, "a", 2, True),
+    )
+    assert [e.key[0][1] for e in read(text)] == ["5", "1", "2"]
+
+
+def test_stream_ending_mid_transaction_emits_nothing_of_it(caplog) -> None:
+    text = GOOD_T + jsonl(
+        tx_insert(1, "a", 1, False),
+        tx_insert(5, "b", 1, True),
+        tx_insert(3, "a", 3, True),  # counter 2 never comes
+    )
+    assembler = ChangeAssembler()
+    with caplog.at_level(logging.WARNING):
+        events = read(text, assembler)
+    assert [e.key[0][1] for e in events] == ["5"]
+    assert assembler.incomplete == (IncompleteTransaction("a", (1, 3), 3, 2),)
+    assert "inside transaction a (from line 2; counters [1, 3] of 3)" in caplog.text
+
+
+def test_assembler_keeps_metadata_across_inputs() -> None:
+    assembler = ChangeAssembler()
+    assert read(GOOD_T, assembler) == []
+    assert len(read(jsonl(tx_insert(1, "a", 1, True)), assembler)) == 1
+    assert assembler.incomplete == ()
+
+
+# --- round trip -----------------------------------------------------------------------
+
+TYPES = ("STRING", "INT8", "BOOLEAN", "BYTES")
+VALUE = {
+    "STRING": st.text(max_size=8),
+    "INT8": st.integers(-(2**70), 2**70),
+    "BOOLEAN": st.booleans(),
+    "BYTES": st.binary(max_size=6).map(lambda raw: base64.b64encode(raw).decode()),
+}
+
+
+def as_text(value) -> str | None:
+    """What the reader must make of a value the encoder wrote."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@st.composite
+def tables(draw, name: str) -> tuple[str, list[tuple[str, str, int]]]:
+    width = draw(st.integers(1, 12))
+    kinds = draw(st.lists(st.sampled_from(TYPES), min_size=width + 1, max_size=width + 1))
+    key_count = draw(st.integers(1, min(2, width + 1)))
+    keyed = draw(st.permutations(range(width + 1)))[:key_count]
+    columns = [
+        (f"{name}_{n}", kind, keyed.index(n) + 1 if n in keyed else 0)
+        for n, kind in enumerate(kinds)
+    ]
+    return name, columns
+
+
+@st.composite
+def rows(draw, columns, key: dict | None = None) -> dict:
+    row = {}
+    for name, kind, position in columns:
+        value = draw(VALUE[kind] if position else st.none() | VALUE[kind])
+        row[name] = key[name] if key and position else value
+    return row
+
+
+def mask(ordinals) -> str:
+    """A mask as Qlik writes it: big-endian hex of whole bytes, bit k-1 for ordinal k."""
+    value = sum(1 << (ordinal - 1) for ordinal in ordinals)
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big").hex().upper()
+
+
+@st.composite
+def operations(draw, table) -> tuple[dict, list[tuple]]:
+    """One data message (without its transaction headers) and the changes it must give,
+    each (key, type, column, old, new)."""
+    name, columns = table
+    operation = draw(st.sampled_from(["INSERT", "UPDATE", "DELETE", "REFRESH"]))
+    row = draw(rows(columns))
+    keys = sorted((c for c in columns if c[2]), key=lambda c: c[2])
+    key = tuple((c[0], as_text(row[c[0]])) for c in keys)
+    body = message(name, operation, row, column_mask=mask(range(1, len(columns) + 1)))
+    plain = [(n, c[0]) for n, c in enumerate(columns, start=1) if not c[2]]
+    if operation in ("INSERT", "REFRESH"):
+        return body, [(key, I, c, None, as_text(row[c])) for _, c in plain if row[c] is not None]
+    if operation == "DELETE":
+        return body, [(key, D, None, None, None)]
+    before = draw(rows(columns, key=row))
+    changed = draw(st.lists(st.sampled_from(plain), unique=True)) if plain else []
+    body.update(beforeData=before)
+    body["headers"]["changeMask"] = mask(n for n, _ in changed)
+    return body, [
+        (key, U, c, as_text(before[c]), as_text(row[c])) for _, c in sorted(changed)
+    ]
+
+
+@st.composite
+def streams(draw) -> tuple[list[dict], list[ChangeEvent]]:
+    """Metadata, then the messages of several transactions (and REFRESH rows) in a random
+    interleaving, and the events the reader must give."""
+    table_list = [draw(tables(name)) for name in ("P", "Q")]
+    units = []  # each: a transaction's messages, or one REFRESH message
+    for txid in range(draw(st.integers(0, 5))):
+        ops = draw(st.lists(operations(draw(st.sampled_from(table_list))), min_size=1,
+                            max_size=4))
+        units += [[op] for op in ops if op[0]["headers"]["operation"] == "REFRESH"]
+        cdc = [op for op in ops if op[0]["headers"]["operation"] != "REFRESH"]
+        for counter, (body, _) in enumerate(cdc, start=1):
+            body["headers"].update(
+                transactionId=f"tx{txid}", transactionEventCounter=counter,
+                transactionLastEvent=counter == len(cdc),
+            )
+        units += [cdc] if cdc else []
+    seq = 0
+    for unit in units:
+        for body, _ in unit:
+            if body["headers"]["operation"] == "REFRESH":
+                body["headers"]["changeSequence"] = None
+            else:
+                seq += 1
+                body["headers"]["changeSequence"] = f"{seq:035d}"
+    slots = [(n, m) for n, unit in enumerate(units) for m in range(len(unit))]
+    arrival = draw(st.permutations(slots))
+    done_at = {n: max(at for at, slot in enumerate(arrival) if slot[0] == n)
+               for n in range(len(units))}
+    expected = []
+    for n in sorted(done_at, key=done_at.get):
+        for body, changes in units[n]:
+            headers = body["headers"]
+            order = (headers["changeSequence"] or "", headers["transactionEventCounter"] or 0)
+            table = body["table"]
+            expected += [ChangeEvent((*order, p), table, *c) for p, c in enumerate(changes)]
+    messages = [metadata(name, columns) for name, columns in table_list]
+    messages += [units[n][m][0] for n, m in arrival]
+    return messages, expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(streams(), st.booleans())
+def test_round_trip_through_an_encoder(stream, wrapped: bool) -> None:
+    messages, expected = stream
+    assembler = ChangeAssembler()
+    assert read(jsonl(*messages, wrapped=wrapped), assembler) == expected
+    assert assembler.incomplete == ()
