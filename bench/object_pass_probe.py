@@ -22,7 +22,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.model import events as ev
-from publisher.render.xds import command_element, command_xml
+from publisher.render.xds import FIELD_OPS, command_element, command_xml
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log, read_pending
@@ -54,8 +54,7 @@ def _commands(rows: list[dict], schema: str) -> Iterator[tuple[int, bytes]]:
         for row in run:
             t = row["event_type"]
             if t in ev.FIELD_NON_QUERY_BACK:
-                op = {1: "add", 2: "modify", 3: "replace"}[t]
-                attrs.append({"op": op, "name": row["column_name"], "type": "string",
+                attrs.append({"op": FIELD_OPS[t], "name": row["column_name"], "type": "string",
                               "old": row["old_value"], "new": row["new_value"]})
             elif t in ev.QUERY_BACK and row["fname"] is not None:
                 for name in FIELDS if t in ev.ROW_QUERY_BACK else (row["column_name"],):

@@ -34,8 +34,12 @@ class CycleReport:
     by_status: Counter = field(default_factory=Counter)
     notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
     spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
-    seconds: float = 0.0  # the cycle itself, after the session was up
     phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
+
+    @property
+    def seconds(self) -> float:
+        """The cycle itself, after the session was up: its phases follow one another."""
+        return sum(seconds for _, seconds in self.phases)
 
     def timing(self) -> str:
         text = f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
@@ -122,7 +126,6 @@ def _cycle(
     started = time.monotonic()
     spark = spark_session(settings.spark_master)
     report = CycleReport(spark_start_seconds=time.monotonic() - started)
-    started += report.spark_start_seconds
     progress.attach(spark)
     phases = _Phases(report, progress)
     phases.begin("reading the event log")
@@ -173,5 +176,4 @@ def _cycle(
         phases.begin("writing statuses")
         write_statuses(engine, log, ranges, settings.delete_processed)
     phases.end()
-    report.seconds = time.monotonic() - started
     return report

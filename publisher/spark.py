@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 2 cores
-DRIVER_MEMORY = "768m"
+DRIVER_MEMORY = "768m"  # keeps driver, JVM and workers under 2 GiB together (NOTES.md)
 
 
 @lru_cache(maxsize=None)

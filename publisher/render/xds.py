@@ -19,7 +19,7 @@ from lxml import etree
 
 from publisher.model.events import FIELD_NON_QUERY_BACK, FIELD_QUERY_BACK
 
-_FIELD_OPS = {1: "add", 2: "modify", 3: "replace"}  # how a field event changes its attribute
+FIELD_OPS = {1: "add", 2: "modify", 3: "replace"}  # how a field event changes its attribute
 _INPUT_MARK = "@@xdspub-commands@@"
 _INDENT = "  "
 
@@ -98,7 +98,7 @@ def _attributes(rows: Sequence[dict]) -> Iterator[dict[str, Any]]:
         event_type = row["event_type"]
         if event_type in FIELD_NON_QUERY_BACK:
             yield {
-                "op": _FIELD_OPS[event_type],
+                "op": FIELD_OPS[event_type],
                 "name": row["column_name"],
                 "type": row["xds_type"],
                 "old": row["old_text"],
