@@ -13,6 +13,17 @@ class ConfigError(XdspubError):
     exit_code = 2
 
 
+class SourceInputError(XdspubError):
+    """Input a change reader cannot read; ``where`` names the place (a byte offset, a line,
+    a row), and the message ends with it."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(f"{message} ({where})")
+        self.where = where
+
+
 class PublisherBusy(XdspubError):
     """Another publisher holds this event log."""
 

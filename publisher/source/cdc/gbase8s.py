@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import BinaryIO
 
-from publisher.errors import ConfigError, XdspubError
+from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 
@@ -55,11 +55,11 @@ ROW_KINDS = {INSERT: "INSERT", DELETE: "DELETE", UPDBEF: "UPDBEF", UPDAFT: "UPDA
 SESSION_DEAD = 1  # ERROR flags: the server ended the capture session
 
 
-class CdcStreamError(XdspubError):
+class CdcStreamError(SourceInputError):
     """A CDC stream this reader cannot read; ``offset`` is the byte where the record starts."""
 
     def __init__(self, message: str, offset: int) -> None:
-        super().__init__(f"{message} (record at byte {offset})")
+        super().__init__(message, f"record at byte {offset}")
         self.offset = offset
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NoReturn, TextIO, TypeVar
 
-from publisher.errors import ConfigError, XdspubError
+from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.source.cdc.qlik_mask import MaskError, kafka_columns
@@ -50,11 +50,11 @@ OPERATIONS = (REFRESH, INSERT, UPDATE, DELETE)
 BINARY_TYPES = frozenset({"BYTES", "BLOB", "BINARY", "VARBINARY"})
 
 
-class KafkaMessageError(XdspubError):
+class KafkaMessageError(SourceInputError):
     """A message this reader cannot read; ``line`` is its 1-based line in the input."""
 
     def __init__(self, message: str, line: int) -> None:
-        super().__init__(f"{message} (line {line})")
+        super().__init__(message, f"line {line}")
         self.line = line
 
 
