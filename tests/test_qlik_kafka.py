@@ -1,22 +1,27 @@
-"""The Qlik Kafka message reader: seed 001's messages and worked masks, bare and wrapped, bad
-input with its line numbers, transaction reassembly, and a round trip through an encoder
-written here."""
+"""The Qlik Kafka message reader: seed 001's messages and worked masks as JSON lines (bare
+and wrapped) and as Avro, bad input with the place it names, transaction reassembly, and a
+round trip through encoders written here."""
 
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import io
 import json
 import logging
+import struct
 
+import fastavro
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from publisher.errors import ConfigError
+from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.source.cdc.qlik_kafka import (
+    ENVELOPE_SCHEMA,
     ChangeAssembler,
     DataMessage,
     IncompleteTransaction,
@@ -109,6 +114,160 @@ def read(text: str, assembler: ChangeAssembler | None = None) -> list[ChangeEven
     return list(read_changes(io.StringIO(text), assembler))
 
 
+# --- an Avro encoder: messages as Replicate publishes them in Avro ---------------------
+
+OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
+TEXT_HEADERS = ("changeSequence", "timestamp", "streamPosition", "transactionId")
+# Qlik's Avro types for its data types, without logical types.
+AVRO_TYPES = {
+    "STRING": "string", "DATE": "string", "TIME": "string", "DATETIME": "string",
+    "NUMERIC": "string",
+    "INT4": "int", "INT8": "long", "BOOLEAN": "boolean", "BYTES": "bytes", "BLOB": "bytes",
+    "REAL4": "float", "REAL8": "double",
+}
+HEADERS_SCHEMA = {
+    "type": "record", "name": "Headers", "fields": [
+        {"name": "operation",
+         "type": {"type": "enum", "name": "operation", "symbols": list(OPERATIONS)}},
+        *({"name": name, "type": "string"} for name in TEXT_HEADERS),
+        {"name": "changeMask", "type": ["null", "bytes"]},
+        {"name": "columnMask", "type": ["null", "bytes"]},
+        {"name": "transactionEventCounter", "type": ["null", "long"]},
+        {"name": "transactionLastEvent", "type": ["null", "boolean"]},
+    ],
+}
+COLUMN_SCHEMA = {
+    "type": "record", "name": "Column", "fields": [
+        {"name": "ordinal", "type": "int"}, {"name": "type", "type": "string"},
+        *({"name": name, "type": ["null", "int"]}
+          for name in ("length", "precision", "scale", "primaryKeyPosition")),
+    ],
+}
+METADATA_SCHEMA = {
+    "type": "record", "name": "MetadataMessage", "fields": [
+        {"name": "schemaId", "type": "string"},
+        {"name": "lineage", "type": {"type": "record", "name": "Lineage", "fields": [
+            *({"name": name, "type": ["null", "string"]}
+              for name in ("server", "task", "schema", "table", "timestamp")),
+            {"name": "tableVersion", "type": ["null", "int"]},
+        ]}},
+        {"name": "tableStructure", "type": {"type": "record", "name": "TableStructure", "fields": [
+            {"name": "tableColumns", "type": {"type": "map", "values": COLUMN_SCHEMA}},
+        ]}},
+        {"name": "dataSchema", "type": ["null", "string"]},
+    ],
+}
+
+
+def data_schema(columns: dict[str, str], *named: str) -> dict:
+    """A data record's schema: ``columns`` maps each column to its Avro type; ``named``
+    adds text fields such as schema and table, which Replicate's records lack."""
+    row = {"type": "record", "name": "Data",
+           "fields": [{"name": name, "type": ["null", kind]} for name, kind in columns.items()]}
+    return {"type": "record", "name": "DataRecord", "fields": [
+        *({"name": name, "type": ["null", "string"]} for name in named),
+        {"name": "data", "type": ["null", row]},
+        {"name": "beforeData", "type": ["null", "Data"]},
+        {"name": "headers", "type": HEADERS_SCHEMA},
+    ]}
+
+
+def avro_bytes(schema: dict | str, datum: object) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, fastavro.parse_schema(schema), datum)
+    return buffer.getvalue()
+
+
+def frame(value: bytes) -> bytes:
+    """A Kafka value as the reader takes it: after its 4-byte big-endian length."""
+    return struct.pack(">i", len(value)) + value
+
+
+def envelope(kind: str, message: bytes, schema_id: str | None = None,
+             schema: dict | str | None = None) -> bytes:
+    """A framed Replicate envelope."""
+    return frame(avro_bytes(ENVELOPE_SCHEMA, {
+        "magic": b"atMSG", "type": kind, "headers": None, "messageSchemaId": schema_id,
+        "messageSchema": None if schema is None else json.dumps(schema), "message": message,
+    }))
+
+
+def metadata_frame(body: dict) -> bytes:
+    """A metadata message, self-describing as Replicate sends it."""
+    return envelope("MD", avro_bytes(METADATA_SCHEMA, body), schema=METADATA_SCHEMA)
+
+
+def avro_value(value, kind: str):
+    """A JSON test value as Avro holds it: Base64 text as bytes, a number in a string
+    column as the text JSON would show."""
+    if kind == "bytes" and isinstance(value, str):
+        return base64.b64decode(value)
+    if kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return json.dumps(value)
+    return value
+
+
+def avro_record(body: dict, columns: dict[str, str]) -> dict:
+    """A data message as its Avro record: text headers "" for none, masks as bytes."""
+    headers = body["headers"]
+
+    def row(values):
+        return None if values is None else {
+            name: avro_value(value, columns[name]) for name, value in values.items()
+        }
+
+    return {
+        "data": row(body["data"]), "beforeData": row(body["beforeData"]),
+        "headers": {
+            **headers, **{name: headers[name] or "" for name in TEXT_HEADERS},
+            **{name: headers[name] and bytes.fromhex(headers[name])
+               for name in ("changeMask", "columnMask")},
+        },
+    }
+
+
+def avro_frames(*messages: dict, types: dict | None = None) -> list[bytes]:
+    """The messages as Replicate publishes them in Avro, each framed. Metadata messages
+    get a dataSchema from their columns (``types`` overrides a column's Avro type); a
+    data message is written with the dataSchema of the metadata it names (its
+    tableVersion, else its table's latest) and names it by schemaId."""
+    frames, known = [], {}
+    for body in messages:
+        if "tableStructure" in body:
+            lineage = body["lineage"]
+            spec = sorted(body["tableStructure"]["tableColumns"].items(),
+                          key=lambda item: item[1]["ordinal"])
+            columns = {name: (types or {}).get(name, AVRO_TYPES[column["type"]])
+                       for name, column in spec}
+            body = dict(body, dataSchema=json.dumps(data_schema(columns)))
+            table = (lineage["schema"], lineage["table"])
+            known[table] = known[(*table, lineage["tableVersion"])] = (body, columns)
+            frames.append(metadata_frame(body))
+        else:
+            table = (body["schema"], body["table"])
+            version = (body.get("lineage") or {}).get("tableVersion")
+            meta, columns = known[table if version is None else (*table, version)]
+            record = avro_bytes(json.loads(meta["dataSchema"]), avro_record(body, columns))
+            frames.append(envelope("DT", record, schema_id=meta["schemaId"]))
+    return frames
+
+
+def read_avro(data: bytes, assembler: ChangeAssembler | None = None) -> list[ChangeEvent]:
+    return list(read_changes(io.BytesIO(data), assembler, "avro"))
+
+
+FORMS = ("json", "wrapped", "avro")
+
+
+def read_as(
+    form: str, *messages: dict, assembler: ChangeAssembler | None = None
+) -> list[ChangeEvent]:
+    """The events of ``messages`` sent in ``form``: JSON lines, bare or wrapped, or Avro."""
+    if form == "avro":
+        return read_avro(b"".join(avro_frames(*messages)), assembler)
+    return read(jsonl(*messages, wrapped=form == "wrapped"), assembler)
+
+
 def event(order, table, key, kind, column=None, old=None, new=None) -> ChangeEvent:
     return ChangeEvent(order, table, key, kind, column, old, new)
 
@@ -132,7 +291,9 @@ def test_metadata_message_columns_by_ordinal_keys_by_position() -> None:
     assert isinstance(parsed, TableMetadata)
     assert parsed.names == ("A", "B", "C")
     assert parsed.keys == ("C", "A")
-    assert (parsed.line, parsed.schema, parsed.table, parsed.table_version) == (3, "hr", "T", 4)
+    assert (parsed.where, parsed.schema, parsed.table, parsed.table_version) == (
+        "line 3", "hr", "T", 4,
+    )
     assert (parsed.schema_id, parsed.server, parsed.task) == ("T-v4", "qlik01", "hr_to_kafka")
     assert parsed.columns[1].type == "INT4" and parsed.columns[0].key_position == 2
 
@@ -157,17 +318,16 @@ INSERT_EVENTS = [
 ]  # PHONE and COMMISSION are null: nothing; ID is the key
 
 
-@pytest.mark.parametrize("wrapped", [False, True])
-def test_seed_001_insert_update_delete_refresh(wrapped: bool) -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_seed_001_insert_update_delete_refresh(form: str) -> None:
     after = dict(EMP_ROW, SALARY=5200.00, UPDATED_AT="2024-03-02 08:30:00.000000")
-    text = jsonl(
+    messages = (
         metadata("EMPLOYEES", EMP_COLUMNS),
         emp_insert("REFRESH", seq=None),
         emp_insert(seq=SEQ),
         message("EMPLOYEES", "UPDATE", after, EMP_ROW, seq=SEQ[:-1] + "8",
                 change_mask="008080", column_mask="00FFFF"),
         message("EMPLOYEES", "DELETE", after, seq=SEQ[:-1] + "9", column_mask="00FFFF"),
-        wrapped=wrapped,
     )
     refresh = [event(("", 0, n), "EMPLOYEES", EMP_KEY, I, c, None, v)
                for n, (c, v) in enumerate(INSERT_EVENTS)]
@@ -179,74 +339,80 @@ def test_seed_001_insert_update_delete_refresh(wrapped: bool) -> None:
               "2024-03-01 10:00:00.000000", "2024-03-02 08:30:00.000000"),
     ]
     delete = [event((SEQ[:-1] + "9", 0, 0), "EMPLOYEES", EMP_KEY, D)]
-    assert read(text) == refresh + insert + update + delete
+    assert read_as(form, *messages) == refresh + insert + update + delete
 
 
-def test_seed_001_change_mask_0b_over_10_columns() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_seed_001_change_mask_0b_over_10_columns(form: str) -> None:
     columns = [(f"C{n}", "STRING", 1 if n == 2 else 0) for n in range(1, 11)]
     after = {f"C{n}": f"new{n}" for n in range(1, 11)}
     before = dict(after, C1="old1", C4="old4")
-    text = jsonl(
+    messages = (
         metadata("T10", columns),
         message("T10", "UPDATE", after, before, change_mask="0B", column_mask="03FF"),
     )
     key = (("C2", "new2"),)
-    assert read(text) == [
+    assert read_as(form, *messages) == [
         event((SEQ, 0, 0), "T10", key, U, "C1", "old1", "new1"),
         event((SEQ, 0, 1), "T10", key, U, "C4", "old4", "new4"),
     ]  # ordinal 2 is the key: not an attribute event
 
 
-def test_update_without_before_data_is_type_3_and_null_is_a_value() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_update_without_before_data_is_type_3_and_null_is_a_value(form: str) -> None:
     after = dict(EMP_ROW, SALARY=None)
-    text = jsonl(
+    messages = (
         metadata("EMPLOYEES", EMP_COLUMNS),
         message("EMPLOYEES", "UPDATE", after, change_mask="008080", column_mask="00FFFF"),
     )
-    assert read(text) == [
+    assert read_as(form, *messages) == [
         event((SEQ, 0, 0), "EMPLOYEES", EMP_KEY, U3, "SALARY", None, None),
         event((SEQ, 0, 1), "EMPLOYEES", EMP_KEY, U3, "UPDATED_AT", None,
               "2024-03-01 10:00:00.000000"),
     ]
 
 
-def test_not_present_differs_from_a_real_null() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_not_present_differs_from_a_real_null(form: str) -> None:
     # columnMask 007FFF: UPDATED_AT (ordinal 16) not present; SALARY present and null.
     after = dict(EMP_ROW, SALARY=None, UPDATED_AT=None)
-    text = jsonl(
+    messages = (
         metadata("EMPLOYEES", EMP_COLUMNS),
         message("EMPLOYEES", "UPDATE", after, EMP_ROW, change_mask="008080",
                 column_mask="007FFF"),
         message("EMPLOYEES", "INSERT", dict(EMP_ROW, ID=8), column_mask="000003"),
     )
-    assert read(text) == [
+    assert read_as(form, *messages) == [
         event((SEQ, 0, 0), "EMPLOYEES", EMP_KEY, U, "SALARY", "5000.5", None),
         event((SEQ, 0, 0), "EMPLOYEES", (("ID", "8"),), I, "FIRST_NAME", None, "Anna"),
     ]
 
 
-def test_update_changing_the_key_deletes_and_adds() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_update_changing_the_key_deletes_and_adds(form: str) -> None:
     columns = [("K", "INT4", 1), ("V", "STRING", 0)]
-    text = jsonl(
+    messages = (
         metadata("T", columns),
         message("T", "UPDATE", {"K": 2, "V": "x"}, {"K": 1, "V": "x"}, change_mask="01"),
     )
-    assert read(text) == [
+    assert read_as(form, *messages) == [
         event((SEQ, 0, 0), "T", (("K", "1"),), D),
         event((SEQ, 0, 1), "T", (("K", "2"),), I, "V", None, "x"),
     ]
 
 
-def test_delete_keyed_from_before_data_when_data_is_null() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_delete_keyed_from_before_data_when_data_is_null(form: str) -> None:
     columns = [("K", "INT4", 1), ("V", "STRING", 0)]
-    text = jsonl(metadata("T", columns), message("T", "DELETE", None, {"K": 4, "V": "x"}))
-    assert read(text) == [event((SEQ, 0, 0), "T", (("K", "4"),), D)]
+    messages = (metadata("T", columns), message("T", "DELETE", None, {"K": 4, "V": "x"}))
+    assert read_as(form, *messages) == [event((SEQ, 0, 0), "T", (("K", "4"),), D)]
 
 
-def test_composite_key_in_key_position_order() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_composite_key_in_key_position_order(form: str) -> None:
     columns = [("A", "STRING", 2), ("B", "STRING", 1), ("V", "STRING", 0)]
-    text = jsonl(metadata("T", columns), message("T", "DELETE", {"A": "a", "B": "b", "V": None}))
-    assert read(text) == [event((SEQ, 0, 0), "T", (("B", "b"), ("A", "a")), D)]
+    messages = (metadata("T", columns), message("T", "DELETE", {"A": "a", "B": "b", "V": None}))
+    assert read_as(form, *messages) == [event((SEQ, 0, 0), "T", (("B", "b"), ("A", "a")), D)]
 
 
 def test_values_as_text() -> None:
@@ -269,7 +435,7 @@ def test_binary_that_is_not_base64_text(value) -> None:
     text = jsonl(metadata("T", columns), message("T", "INSERT", {"K": 1, "BIN": value}))
     with pytest.raises(KafkaMessageError, match="BIN of type BYTES .* not Base64") as info:
         read(text)
-    assert info.value.line == 2
+    assert info.value.where == "line 2"
 
 
 def test_table_named_by_lineage_or_headers() -> None:
@@ -286,30 +452,37 @@ def test_table_named_by_lineage_or_headers() -> None:
         read(jsonl(metadata("T", columns), disagree))
 
 
-def test_table_versions_latest_and_named() -> None:
-    v1 = [("K", "INT4", 1), ("A", "STRING", 0)]
-    v2 = [("K", "INT4", 1), ("B", "STRING", 0)]
+V1 = [("K", "INT4", 1), ("A", "STRING", 0)]
+V2 = [("K", "INT4", 1), ("B", "STRING", 0)]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_table_versions_latest_and_named(form: str) -> None:
     named_v1 = dict(message("T", "INSERT", {"K": 1, "A": "a"}),
                     lineage={"table": "T", "tableVersion": 1})
     latest = message("T", "INSERT", {"K": 2, "B": "b"})
-    events = read(jsonl(metadata("T", v1, 1), metadata("T", v2, 2), named_v1, latest))
+    events = read_as(form, metadata("T", V1, 1), metadata("T", V2, 2), named_v1, latest)
     assert [(e.key, e.column_name) for e in events] == [((("K", "1"),), "A"), ((("K", "2"),), "B")]
-    # Another schema's table of the same name has metadata of its own.
+
+
+def test_another_schemas_table_of_the_same_name() -> None:
+    # Its metadata is its own.
     with pytest.raises(KafkaMessageError, match="no metadata message seen for table sales.T"):
-        read(jsonl(metadata("T", v1), message("T", "INSERT", {"K": 1}, schema="sales")))
+        read(jsonl(metadata("T", V1), message("T", "INSERT", {"K": 1}, schema="sales")))
 
 
-def test_avro_is_refused_with_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="Avro are not supported"):
-        read_changes(io.StringIO(""), message_format="avro")
-    with pytest.raises(ConfigError, match="unknown Qlik Kafka message format"):
+def test_unknown_format_and_avro_from_text_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown Qlik Kafka message format 'xml'"):
         read_changes(io.StringIO(""), message_format="xml")
+    with pytest.raises(ConfigError, match="binary stream, not text"):
+        read_changes(io.StringIO(""), message_format="avro")
 
 
 # --- bad input, each naming its line --------------------------------------------------
 
 # A source without schemas: the raw lines below name no schema either.
-GOOD_T = jsonl(metadata("T", [("K", "INT4", 1), ("V", "STRING", 0)], schema=None))
+T_METADATA = metadata("T", [("K", "INT4", 1), ("V", "STRING", 0)], schema=None)
+GOOD_T = jsonl(T_METADATA)
 
 
 @pytest.mark.parametrize(
@@ -320,7 +493,7 @@ GOOD_T = jsonl(metadata("T", [("K", "INT4", 1), ("V", "STRING", 0)], schema=None
         ("[1, 2]", "a message must be a JSON object"),
         ('{"schemaId": "s"}', "neither metadata .* nor data"),
         ('{"magic": "atMSG", "type": "CT", "message": {}}', "message type 'CT' is neither"),
-        ('{"magic": "atMSG", "type": "DT", "message": "T2JqAQ=="}', "Avro-encoded"),
+        ('{"magic": "atMSG", "type": "DT", "message": "T2JqAQ=="}', "Avro-encoded .* avro"),
         ('{"magic": "atMSG", "type": "MD", "message": {"headers": {}}}', "wrapper type 'MD'"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "U", '
          '"data": {"K": 1}}', "no metadata message seen for table U"),
@@ -346,14 +519,15 @@ def test_bad_message_names_its_line(line: str, pattern: str) -> None:
     text = GOOD_T + "\n" + line + "\n"  # a blank line 2 still counts
     with pytest.raises(KafkaMessageError, match=pattern) as info:
         read(text)
-    assert info.value.line == 3
+    assert info.value.where == "line 3"
     assert str(info.value).endswith("(line 3)")
 
 
 def test_mask_error_is_wrapped_with_the_line() -> None:
     with pytest.raises(KafkaMessageError) as info:
         read(GOOD_T + jsonl(message("T", "INSERT", {"K": 1}, column_mask="0100", schema=None)))
-    assert info.value.line == 2 and "ordinal 9, beyond the table's 2 columns" in str(info.value)
+    assert info.value.where == "line 2"
+    assert "ordinal 9, beyond the table's 2 columns" in str(info.value)
     assert not isinstance(info.value, MaskError)
 
 
@@ -364,7 +538,7 @@ def test_duplicate_event_counter() -> None:
     )
     with pytest.raises(KafkaMessageError, match="transactionEventCounter 1 twice") as info:
         read(text)
-    assert info.value.line == 3
+    assert info.value.where == "line 3"
 
 
 @pytest.mark.parametrize(
@@ -383,7 +557,7 @@ def test_inconsistent_transaction_counters(counters, pattern) -> None:
     ))
     with pytest.raises(KafkaMessageError, match=pattern) as info:
         read(text)
-    assert info.value.line == 1 + len(counters)
+    assert info.value.where == f"line {1 + len(counters)}"
 
 
 def test_metadata_with_gaps_in_its_ordinals() -> None:
@@ -399,6 +573,145 @@ def test_table_without_key_columns() -> None:
         read(text)
 
 
+# --- Avro: values, framing and bad input ---------------------------------------------
+
+def test_avro_values_as_text() -> None:
+    # Replicate's logical types where it has them, and its plain Avro types.
+    columns = [("K", "INT4", 1), ("N", "NUMERIC", 0), ("R4", "REAL4", 0), ("R8", "REAL8", 0),
+               ("D", "DATE", 0), ("TM", "TIME", 0), ("TS", "DATETIME", 0), ("L", "INT8", 0),
+               ("BIN", "BLOB", 0), ("F", "BOOLEAN", 0)]
+    types = {
+        "N": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+        "D": {"type": "int", "logicalType": "date"},
+        "TM": {"type": "int", "logicalType": "time-millis"},
+        "TS": {"type": "long", "logicalType": "timestamp-micros"},
+    }
+    row = {"K": 1, "N": decimal.Decimal("-1.50"), "R4": 1.1, "R8": 0.1,
+           "D": datetime.date(2020, 1, 15), "TM": datetime.time(10, 0, 0, 123000),
+           "TS": datetime.datetime(2024, 3, 1, 10, 0, 0, 7, tzinfo=datetime.UTC), "L": 2**63 - 1,
+           "BIN": b"\x00\x01\xff", "F": False}
+    data = b"".join(avro_frames(metadata("T", columns), message("T", "INSERT", row),
+                                types=types))
+    assert [(e.column_name, e.new_value) for e in read_avro(data)] == [
+        ("N", "-1.50"), ("R4", "1.1"), ("R8", "0.1"), ("D", "2020-01-15"),
+        ("TM", "10:00:00.123000"), ("TS", "2024-03-01 10:00:00.000007"),
+        ("L", "9223372036854775807"), ("BIN", "AAH/"), ("F", "false"),
+    ]
+
+
+def real4_text(value: float) -> str:
+    data = b"".join(avro_frames(metadata("T", [("K", "INT4", 1), ("R", "REAL4", 0)]),
+                                message("T", "INSERT", {"K": 1, "R": value})))
+    return read_avro(data)[0].new_value
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(1.1, "1.1"), (-0.0, "-0.0"), (16777217.0, "16777216.0"), (1e-45, "1e-45"),
+     (3.4028234663852886e38, "3.4028235e+38")],
+)
+def test_real4_is_the_shortest_text_of_its_32_bit_value(value: float, text: str) -> None:
+    assert real4_text(value) == text
+
+
+def test_real4_given_as_a_double_keeps_all_its_digits() -> None:
+    columns = [("K", "INT4", 1), ("R", "REAL4", 0)]
+    rows = [{"K": n, "R": value} for n, value in enumerate([0.123456789012, 1e300])]
+    data = b"".join(avro_frames(metadata("T", columns),
+                                *(message("T", "INSERT", row) for row in rows),
+                                types={"R": "double"}))
+    assert [e.new_value for e in read_avro(data)] == ["0.123456789012", "1e+300"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False))
+def test_real4_text_reads_back_as_the_same_32_bit_value(value: float) -> None:
+    assert struct.unpack("f", struct.pack("f", float(real4_text(value))))[0] == value
+
+
+def test_data_envelope_may_embed_its_schema_and_name_its_table() -> None:
+    record_schema = data_schema({"K": "int", "V": "string"}, "schema", "table")
+    body = message("T", "INSERT", {"K": 1, "V": "a"}, schema=None)
+    record = avro_bytes(record_schema, dict(avro_record(body, {"K": "int", "V": "string"}),
+                                            table="T"))
+    data = metadata_frame(T_METADATA) + envelope("DT", record, schema=record_schema)
+    assert read_avro(data) == [event((SEQ, 0, 0), "T", (("K", "1"),), I, "V", None, "a")]
+
+
+T_COLUMNS = {"K": "int", "V": "string"}
+T_SCHEMA = data_schema(T_COLUMNS)
+T_AVRO = dict(T_METADATA, dataSchema=json.dumps(T_SCHEMA))
+T_BODY = message("T", "INSERT", {"K": 1, "V": "a"}, schema=None)
+T_RECORD = avro_bytes(T_SCHEMA, avro_record(T_BODY, T_COLUMNS))
+T_ENVELOPE = envelope("DT", T_RECORD, schema_id=T_AVRO["schemaId"])
+AT = f"message 2 at byte {len(metadata_frame(T_AVRO))}"  # after the metadata message
+
+
+@pytest.mark.parametrize(
+    ("second", "pattern"),
+    [
+        (b"\x00\x00", "truncated: the input ends 2 byte\\(s\\) into a 4-byte length"),
+        (T_ENVELOPE[:-1], r"truncated: the message is \d+ bytes long, the input ends after"),
+        (b"\xff\xff\xff\xff", "null message value"),
+        (frame(b"\x00\x00\x00\x00\x07" + T_RECORD), r"schema registry's framing \(schema id 7\)"),
+        (frame(T_RECORD), "not a Replicate envelope"),
+        (frame(T_ENVELOPE[4:-2]), "the Replicate envelope ends inside its record: truncated"),
+        (envelope("XX", T_RECORD), "message type 'XX' is neither"),
+        (envelope("MD", b""), "metadata message names schema None but does not embed it"),
+        (envelope("DT", T_RECORD, schema_id="T-v9"),
+         "names schema 'T-v9', which no metadata message before it had"),
+        (envelope("DT", T_RECORD), "names schema None, which no metadata message"),
+        (envelope("DT", T_RECORD[:-1], schema_id="T-v1"),
+         "the data message ends inside its record: truncated, or not written with its schema"),
+        (envelope("DT", T_RECORD + b"\x00", schema_id="T-v1"),
+         r"does not match its schema: 1 byte\(s\) left after the record"),
+        (envelope("DT", b"\x04" + T_RECORD[1:], schema_id="T-v1"),
+         "the data message does not match its schema"),
+        (envelope("DT", avro_bytes("string", "x"), schema="string"),
+         "the data message's schema is not a record"),
+        (envelope("DT", avro_bytes(T_SCHEMA, avro_record(
+            message("T", "INSERT", {"K": 1}, column_mask="0100"), T_COLUMNS)), schema_id="T-v1"),
+         "columnMask: mask '0100' marks ordinal 9"),
+        (metadata_frame(dict(T_AVRO, dataSchema='{"type": "nope"}')),
+         "dataSchema is not an Avro schema"),
+    ],
+)
+def test_bad_avro_names_its_message_and_byte(second: bytes, pattern: str) -> None:
+    with pytest.raises(KafkaMessageError, match=pattern) as info:
+        read_avro(metadata_frame(T_AVRO) + second)
+    assert info.value.where == AT
+    assert str(info.value).endswith(f"({AT})")
+
+
+def test_data_message_whose_metadata_has_no_data_schema() -> None:
+    first = metadata_frame(dict(T_AVRO, dataSchema=None))
+    with pytest.raises(KafkaMessageError, match=r"its metadata message \(message 1 at byte 0\) "
+                       "has no dataSchema") as info:
+        read_avro(first + T_ENVELOPE)
+    assert info.value.where == f"message 2 at byte {len(first)}"
+
+
+def test_self_describing_data_message_must_name_its_table() -> None:
+    with pytest.raises(KafkaMessageError, match="data message names no table"):
+        read_avro(metadata_frame(T_AVRO) + envelope("DT", T_RECORD, schema=T_SCHEMA))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_damaged_avro_is_read_or_refused_with_its_place(data) -> None:
+    good = b"".join(avro_frames(
+        metadata("EMPLOYEES", EMP_COLUMNS), emp_insert(txid="t", counter=1, last=True),
+    ))
+    at = data.draw(st.integers(0, len(good) - 1))
+    damaged = data.draw(st.sampled_from([
+        good[:at], good[:at] + bytes([data.draw(st.integers(0, 255))]) + good[at + 1:],
+    ]))
+    try:
+        read_avro(damaged)
+    except SourceInputError as exc:
+        assert isinstance(exc, KafkaMessageError) and exc.where.startswith("message ")
+
+
 # --- transactions ---------------------------------------------------------------------
 
 
@@ -407,8 +720,10 @@ def tx_insert(key: int, txid: str, counter: int, last: bool) -> dict:
                    counter=counter, last=last, schema=None)
 
 
-def test_interleaved_transactions_in_counter_order() -> None:
-    text = GOOD_T + jsonl(
+@pytest.mark.parametrize("form", FORMS)
+def test_interleaved_transactions_in_counter_order(form: str) -> None:
+    messages = (
+        T_METADATA,
         tx_insert(12, "b", 2, True),
         tx_insert(3, "a", 3, True),
         tx_insert(11, "b", 1, False),  # b is whole here
@@ -417,32 +732,38 @@ def test_interleaved_transactions_in_counter_order() -> None:
         message("T", "REFRESH", {"K": 99, "V": "r"}, seq=None, schema=None),
         tx_insert(2, "a", 2, False),  # a is whole here
     )
-    assert [(e.key[0][1], e.order[1]) for e in read(text)] == [
+    assert [(e.key[0][1], e.order[1]) for e in read_as(form, *messages)] == [
         ("11", 1), ("12", 2), ("99", 0), ("1", 1), ("2", 2), ("3", 3),
     ]
 
 
-def test_message_without_counter_comes_out_at_once() -> None:
-    text = GOOD_T + jsonl(
+@pytest.mark.parametrize("form", FORMS)
+def test_message_without_counter_comes_out_at_once(form: str) -> None:
+    messages = (
+        T_METADATA,
         tx_insert(1, "a", 1, False),
         message("T", "INSERT", {"K": 5, "V": "x"}, txid="z", schema=None),
         tx_insert(2, "a", 2, True),
     )
-    assert [e.key[0][1] for e in read(text)] == ["5", "1", "2"]
+    assert [e.key[0][1] for e in read_as(form, *messages)] == ["5", "1", "2"]
 
 
-def test_stream_ending_mid_transaction_emits_nothing_of_it(caplog) -> None:
-    text = GOOD_T + jsonl(
+@pytest.mark.parametrize("form", FORMS)
+def test_stream_ending_mid_transaction_emits_nothing_of_it(form: str, caplog) -> None:
+    messages = (
+        T_METADATA,
         tx_insert(1, "a", 1, False),
         tx_insert(5, "b", 1, True),
         tx_insert(3, "a", 3, True),  # counter 2 never comes
     )
     assembler = ChangeAssembler()
     with caplog.at_level(logging.WARNING):
-        events = read(text, assembler)
+        events = read_as(form, *messages, assembler=assembler)
     assert [e.key[0][1] for e in events] == ["5"]
-    assert assembler.incomplete == (IncompleteTransaction("a", (1, 3), 3, 2),)
-    assert "inside transaction a (from line 2; counters [1, 3] of 3)" in caplog.text
+    first = (f"message 2 at byte {len(avro_frames(T_METADATA)[0])}" if form == "avro"
+             else "line 2")
+    assert assembler.incomplete == (IncompleteTransaction("a", (1, 3), 3, first),)
+    assert f"inside transaction a (from {first}; counters [1, 3] of 3)" in caplog.text
 
 
 def test_assembler_keeps_metadata_across_inputs() -> None:
@@ -450,6 +771,11 @@ def test_assembler_keeps_metadata_across_inputs() -> None:
     assert read(GOOD_T, assembler) == []
     assert len(read(jsonl(tx_insert(1, "a", 1, True)), assembler)) == 1
     assert assembler.incomplete == ()
+    # In Avro, the data schemas too: the second input names the first one's schemaId.
+    assembler = ChangeAssembler()
+    metadata_part, data_part = avro_frames(T_METADATA, tx_insert(1, "a", 1, True))
+    assert read_avro(metadata_part, assembler) == []
+    assert len(read_avro(data_part, assembler)) == 1
 
 
 # --- round trip -----------------------------------------------------------------------
@@ -461,6 +787,8 @@ VALUE = {
     "BOOLEAN": st.booleans(),
     "BYTES": st.binary(max_size=6).map(lambda raw: base64.b64encode(raw).decode()),
 }
+# Avro's long is 64 bits (and so is Qlik's INT8): JSON alone can carry wider integers.
+AVRO_VALUE = dict(VALUE, INT8=st.integers(-(2**63), 2**63 - 1))
 
 
 def as_text(value) -> str | None:
@@ -486,10 +814,10 @@ def tables(draw, name: str) -> tuple[str, list[tuple[str, str, int]]]:
 
 
 @st.composite
-def rows(draw, columns, key: dict | None = None) -> dict:
+def rows(draw, columns, values: dict, key: dict | None = None) -> dict:
     row = {}
     for name, kind, position in columns:
-        value = draw(VALUE[kind] if position else st.none() | VALUE[kind])
+        value = draw(values[kind] if position else st.none() | values[kind])
         row[name] = key[name] if key and position else value
     return row
 
@@ -501,12 +829,12 @@ def mask(ordinals) -> str:
 
 
 @st.composite
-def operations(draw, table) -> tuple[dict, list[tuple]]:
+def operations(draw, table, values: dict) -> tuple[dict, list[tuple]]:
     """One data message (without its transaction headers) and the changes it must give,
     each (key, type, column, old, new)."""
     name, columns = table
     operation = draw(st.sampled_from(["INSERT", "UPDATE", "DELETE", "REFRESH"]))
-    row = draw(rows(columns))
+    row = draw(rows(columns, values))
     keys = sorted((c for c in columns if c[2]), key=lambda c: c[2])
     key = tuple((c[0], as_text(row[c[0]])) for c in keys)
     body = message(name, operation, row, column_mask=mask(range(1, len(columns) + 1)))
@@ -515,7 +843,7 @@ def operations(draw, table) -> tuple[dict, list[tuple]]:
         return body, [(key, I, c, None, as_text(row[c])) for _, c in plain if row[c] is not None]
     if operation == "DELETE":
         return body, [(key, D, None, None, None)]
-    before = draw(rows(columns, key=row))
+    before = draw(rows(columns, values, key=row))
     changed = draw(st.lists(st.sampled_from(plain), unique=True)) if plain else []
     body.update(beforeData=before)
     body["headers"]["changeMask"] = mask(n for n, _ in changed)
@@ -525,14 +853,15 @@ def operations(draw, table) -> tuple[dict, list[tuple]]:
 
 
 @st.composite
-def streams(draw) -> tuple[list[dict], list[ChangeEvent]]:
+def streams(draw, values: dict) -> tuple[list[dict], list[ChangeEvent]]:
     """Metadata, then the messages of several transactions (and REFRESH rows) in a random
-    interleaving, and the events the reader must give."""
+    interleaving, and the events the reader must give; ``values`` draws a column's values
+    by type."""
     table_list = [draw(tables(name)) for name in ("P", "Q")]
     units = []  # each: a transaction's messages, or one REFRESH message
     for txid in range(draw(st.integers(0, 5))):
-        ops = draw(st.lists(operations(draw(st.sampled_from(table_list))), min_size=1,
-                            max_size=4))
+        ops = draw(st.lists(operations(draw(st.sampled_from(table_list)), values),
+                            min_size=1, max_size=4))
         units += [[op] for op in ops if op[0]["headers"]["operation"] == "REFRESH"]
         cdc = [op for op in ops if op[0]["headers"]["operation"] != "REFRESH"]
         for counter, (body, _) in enumerate(cdc, start=1):
@@ -565,10 +894,10 @@ def streams(draw) -> tuple[list[dict], list[ChangeEvent]]:
     return messages, expected
 
 
-@settings(max_examples=150, deadline=None)
-@given(streams(), st.booleans())
-def test_round_trip_through_an_encoder(stream, wrapped: bool) -> None:
-    messages, expected = stream
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.sampled_from(FORMS))
+def test_round_trip_through_an_encoder(data, form: str) -> None:
+    messages, expected = data.draw(streams(AVRO_VALUE if form == "avro" else VALUE))
     assembler = ChangeAssembler()
-    assert read(jsonl(*messages, wrapped=wrapped), assembler) == expected
+    assert read_as(form, *messages, assembler=assembler) == expected
     assert assembler.incomplete == ()
