@@ -1,0 +1,626 @@
+"""Qlik change tables (SOURCES.md section A, seed 000) read into ChangeEvents, from a
+database or from landed CSV/Parquet files with their ``.dfm`` metadata.
+
+Three parts: ``ChangeTable`` is one change table's shape (header columns first, then the
+source columns, and the key) and turns a record into a ``ChangeRow``; ``change_events``
+pairs each before image with its update by change_seq, decodes the masks and maps the rows
+of any number of tables to events merged in change_seq order; ``ChangeTableDatabase`` (with
+``PositionStore``) and ``read_files`` are the two ways in. ``read_database`` is a one-call
+poll. Input errors are ``SourceInputError``s naming the row: "<change table> change_seq
+<n>" in a database, "<file> line <n>" (CSV) or "<file> row <n>" (Parquet) in files.
+
+Masks: a binary mask (varbinary, bytea, BLOB, Parquet binary) is the documented
+little-endian byte array; a hex-text mask (as in landed CSV) is read in the byte order
+chosen per table from evidence: its DELETE rows must mark exactly the key columns
+(qlik_mask.choose_byte_order), and every mask must fit the table. While both orders fit, a
+mask that reads alike both ways is accepted and one that does not is an error, unless the
+caller names the order (``byte_order``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+
+from publisher.errors import ConfigError, SourceInputError
+from publisher.model.changes import ChangeEvent
+from publisher.model.events import EventType
+from publisher.model.values import OCTET, STATE, STRING, xds_text
+from publisher.source.cdc.qlik_kafka import BINARY_TYPES
+from publisher.source.cdc.qlik_mask import (
+    BYTE_ORDERS,
+    ByteOrder,
+    MaskError,
+    change_table_columns,
+    change_table_columns_from_hex,
+    choose_byte_order,
+    hex_mask_value,
+)
+
+__all__ = [
+    "HEADER_PREFIX",
+    "POSITION_TABLE",
+    "SUFFIX",
+    "ChangeBatch",
+    "ChangeRow",
+    "ChangeTable",
+    "ChangeTableDatabase",
+    "PositionStore",
+    "change_events",
+    "read_database",
+    "read_files",
+]
+
+HEADER_PREFIX = "header__"
+SUFFIX = "__ct"
+POSITION_TABLE = "xdspub_qlik_position"
+INSERT, DELETE, UPDATE, BEFORE = "I", "D", "U", "B"
+REQUIRED_HEADERS = ("change_seq", "change_oper")
+# YYYYMMDDHHmmSShh and a 19-digit change number: fixed width, so text order is change order.
+_CHANGE_SEQ = re.compile(r"\d{35}")
+# The change_oper letters one change_seq may hold, sorted: one row, or a before image and
+# its update (also while the update has not been seen yet).
+_PAIRABLE = {INSERT, DELETE, UPDATE, BEFORE, BEFORE + UPDATE}
+DATA_SUFFIXES = (".csv", ".parquet")
+
+Key = tuple[tuple[str, str], ...]
+# One event without its order: key, type, column, old value, new value.
+_Change = tuple[Key, EventType, str | None, str | None, str | None]
+
+
+# --- rows -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangeTable:
+    """One change table's shape: ``name`` is the source table (the events' table_name),
+    ``headers`` the header columns without their prefix, in order (mask bits 0..n-1),
+    ``columns`` the source columns after them, ``keys`` the key columns in key order."""
+
+    name: str
+    headers: tuple[str, ...]
+    columns: tuple[str, ...]
+    keys: tuple[str, ...]
+
+    @classmethod
+    def from_columns(
+        cls, name: str, names: Sequence[str], keys: Sequence[str], prefix: str, source: str
+    ) -> ChangeTable:
+        """The shape of a change table whose columns are ``names``, in order; ``source``
+        names it (the table or its .dfm) in configuration errors."""
+        count = next((i for i, n in enumerate(names) if not n.startswith(prefix)), len(names))
+        headers = tuple(n[len(prefix):] for n in names[:count])
+        columns = tuple(names[count:])
+        late = [n for n in columns if n.startswith(prefix)]
+        if late:
+            raise ConfigError(f"{source}: header column(s) {late} after the first data column")
+        missing = [prefix + h for h in REQUIRED_HEADERS if h not in headers]
+        if missing:
+            raise ConfigError(f"{source} has no column(s) {missing} (header prefix {prefix!r})")
+        if not keys:
+            raise ConfigError(
+                f"{source}: table {name} has no key columns (configure them, or mark them "
+                f"with primaryKeyPos above 0 in the .dfm)"
+            )
+        unknown = [k for k in keys if k not in columns]
+        if unknown:
+            raise ConfigError(f"{source}: key column(s) {unknown} are not columns of {name}")
+        return cls(name, headers, columns, tuple(keys))
+
+    @property
+    def has_mask(self) -> bool:
+        return "change_mask" in self.headers
+
+    @property
+    def width(self) -> int:
+        """Mask bits the table has: headers and data columns."""
+        return len(self.headers) + len(self.columns)
+
+    def row(self, record: Sequence[object], where: str) -> ChangeRow:
+        """The row ``record`` (headers, then data columns, in table order) holds."""
+        header = dict(zip(self.headers, record))
+        seq, oper, mask = header["change_seq"], header["change_oper"], header.get("change_mask")
+        if not isinstance(seq, str) or not _CHANGE_SEQ.fullmatch(seq):
+            raise SourceInputError(f"change_seq {seq!r} is not 35 digits", where)
+        if oper not in (INSERT, DELETE, UPDATE, BEFORE):
+            raise SourceInputError(f"change_oper {oper!r} is none of I, U, D, B", where)
+        if isinstance(mask, (bytearray, memoryview)):
+            mask = bytes(mask)
+        if mask is not None and not isinstance(mask, (bytes, str)):
+            raise SourceInputError(f"change_mask {mask!r} is neither binary nor hex text", where)
+        values = dict(zip(self.columns, map(_text, record[len(self.headers):])))
+        return ChangeRow(self, where, seq, oper, mask, values)
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One change-table row: ``mask`` binary, hex text or None (NULL, or no change_mask
+    column), ``values`` the data columns as text."""
+
+    table: ChangeTable
+    where: str
+    change_seq: str
+    oper: str
+    mask: bytes | str | None
+    values: Mapping[str, str | None]
+
+
+def _text(value: object) -> str | None:
+    """A value as the event log holds it (binary in Base64, booleans true/false)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return xds_text(value, OCTET)
+    return xds_text(value, STATE if isinstance(value, bool) else STRING)
+
+
+# --- rows to events -------------------------------------------------------------------
+
+
+def change_events(
+    rows: Iterable[ChangeRow], byte_order: ByteOrder | None = None
+) -> list[ChangeEvent]:
+    """The events of change-table rows of any tables, in change_seq order.
+
+    Rows sharing a table and change_seq are one change: a before image (B) and its update
+    (U); any other pairing, or a B without its U, is an error, so half a pair is never
+    emitted. ``byte_order`` reads every hex-text mask in that order instead of choosing
+    per table. Mapping: I gives a type 1 per marked non-key column that is not NULL; U
+    with its B a type 2 per marked non-key column (old from B), U alone a type 3; D one
+    type 4. An update whose B has another key is the delete of the old row and the insert
+    of the new one. Without a change_mask column, I and U mark every column (U with its
+    B: those whose value differs). ``order`` is (change_seq, table, position).
+    """
+    rows = list(rows)
+    by_table: dict[ChangeTable, list[ChangeRow]] = {}
+    for row in rows:
+        by_table.setdefault(row.table, []).append(row)
+    orders = {table: _hex_byte_order(table, group, byte_order) for table, group in by_table.items()}
+    events = []
+    for change in _pairs(rows):
+        marked = {oper: _marked(row, orders[row.table]) for oper, row in change.items()}
+        first = next(iter(change.values()))
+        order = (first.change_seq, first.table.name)
+        events += [
+            ChangeEvent((*order, position), first.table.name, *event)
+            for position, event in enumerate(_row_changes(change, marked))
+        ]
+    events.sort(key=lambda event: event.order)
+    return events
+
+
+def _pairs(rows: list[ChangeRow]) -> list[dict[str, ChangeRow]]:
+    """The changes: rows by table and change_seq, each keyed by its change_oper."""
+    changes: dict[tuple[str, str], dict[str, ChangeRow]] = {}
+    for row in rows:
+        change = changes.setdefault((row.table.name, row.change_seq), {})
+        if "".join(sorted([*change, row.oper])) not in _PAIRABLE:
+            raise SourceInputError(
+                f"change_seq {row.change_seq} of table {row.table.name} already has a "
+                f"{'/'.join(change)} row: only a before image (B) and its update (U) share one",
+                row.where,
+            )
+        change[row.oper] = row
+    for change in changes.values():
+        if UPDATE not in change and BEFORE in change:
+            raise SourceInputError(
+                "before image (B) without its update (U) of the same change_seq",
+                change[BEFORE].where,
+            )
+    return list(changes.values())
+
+
+def _hex_byte_order(
+    table: ChangeTable, rows: list[ChangeRow], configured: ByteOrder | None
+) -> ByteOrder | None:
+    """The order of the table's hex-text masks: ``configured``, else the one order the
+    evidence leaves (its DELETE rows mark exactly the keys, every mask fits the table),
+    None while both are left."""
+    texts = [row for row in rows if isinstance(row.mask, str)]
+    if configured is not None or not texts:
+        return configured
+    deletes = [row for row in texts if row.oper == DELETE]
+    try:
+        chosen = choose_byte_order(
+            table.name, [row.mask for row in deletes], len(table.headers), table.columns,
+            table.keys,
+        )
+    except MaskError as exc:
+        # A text fails at its first occurrence: the orders left only narrow.
+        where = next(row.where for row in deletes if row.mask == exc.mask)
+        raise SourceInputError(str(exc), where) from None
+    orders = BYTE_ORDERS if chosen is None else (chosen,)
+    for row in texts:
+        try:
+            fitting = tuple(
+                o for o in orders if hex_mask_value(row.mask, o).bit_length() <= table.width
+            )
+        except MaskError as exc:
+            raise SourceInputError(str(exc), row.where) from None
+        if not fitting:
+            raise SourceInputError(
+                f"change mask {row.mask!r} ({' or '.join(orders)}-endian) marks a bit beyond "
+                f"the last column of table {table.name} (bits 0..{table.width - 1})",
+                row.where,
+            )
+        orders = fitting
+    return orders[0] if len(orders) == 1 else None
+
+
+def _marked(row: ChangeRow, order: ByteOrder | None) -> tuple[str, ...] | None:
+    """The data columns the row's mask marks; None when the table has no change_mask."""
+    table, mask = row.table, row.mask
+    if not table.has_mask:
+        return None
+    try:
+        if not isinstance(mask, str):
+            return change_table_columns(mask or b"", len(table.headers), table.columns)
+        readings = {
+            o: change_table_columns_from_hex(mask, o, len(table.headers), table.columns)
+            for o in (BYTE_ORDERS if order is None else (order,))
+        }
+    except MaskError as exc:
+        raise SourceInputError(str(exc), row.where) from None
+    if len(set(readings.values())) > 1:
+        raise SourceInputError(
+            f"change mask {mask!r} marks {list(readings['little'])} little-endian but "
+            f"{list(readings['big'])} big-endian, and no DELETE row of table {table.name} "
+            f"tells the byte order: name it (byte_order)",
+            row.where,
+        )
+    return readings.popitem()[1]
+
+
+def _row_changes(
+    change: dict[str, ChangeRow], marked: dict[str, tuple[str, ...] | None]
+) -> list[_Change]:
+    if DELETE in change:
+        return [(_key(change[DELETE]), EventType.DELETE_ROW, None, None, None)]
+    if INSERT in change:
+        return _inserted(change[INSERT], marked[INSERT])
+    after, before = change[UPDATE], change.get(BEFORE)
+    key, keys = _key(after), after.table.keys
+    if before is not None and _key(before) != key:
+        return [(_key(before), EventType.DELETE_ROW, None, None, None), *_inserted(after, None)]
+    columns = marked[UPDATE]
+    if columns is None:  # no change_mask: what differs from B, else every non-key column
+        columns = tuple(
+            c for c in after.table.columns
+            if c not in keys and (before is None or before.values.get(c) != after.values[c])
+        )
+    moved = [c for c in columns if c in keys]
+    if before is None and moved:
+        raise SourceInputError(
+            f"update changes key column(s) {moved} but has no before image to name the old row",
+            after.where,
+        )
+    changes: list[_Change] = []
+    for column in columns:
+        if column in keys:
+            continue
+        new = after.values[column]
+        if before is None or column not in before.values:
+            changes.append((key, EventType.UPDATE_FIELD_REMOVE_ALL, column, None, new))
+        else:
+            changes.append((key, EventType.UPDATE_FIELD, column, before.values[column], new))
+    return changes
+
+
+def _inserted(row: ChangeRow, marked: tuple[str, ...] | None) -> list[_Change]:
+    """A type 1 per marked (or every) non-key column; a NULL adds nothing, as in the event
+    log."""
+    key = _key(row)
+    return [
+        (key, EventType.INSERT_FIELD, column, None, row.values[column])
+        for column in (row.table.columns if marked is None else marked)
+        if column not in row.table.keys and row.values[column] is not None
+    ]
+
+
+def _key(row: ChangeRow) -> Key:
+    key = []
+    for column in row.table.keys:
+        value = row.values[column]
+        if value is None:
+            raise SourceInputError(f"key column {column} of {row.table.name} is NULL", row.where)
+        key.append((column, value))
+    return tuple(key)
+
+
+# --- database -------------------------------------------------------------------------
+
+
+def _checked_position(position: str | None) -> str | None:
+    if position is not None and not (
+        isinstance(position, str) and _CHANGE_SEQ.fullmatch(position)
+    ):
+        raise ConfigError(f"position {position!r} is not a change_seq (35 digits)")
+    return position
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """One poll's events, in change_seq order, and ``position``: the change_seq to save
+    (PositionStore.save) once the events are delivered; the position read from when
+    nothing was new."""
+
+    events: list[ChangeEvent]
+    position: str | None
+
+
+class ChangeTableDatabase:
+    """The change tables ``<table><suffix>`` of the tables ``keys`` names (table -> key
+    columns), polled by change_seq.
+
+    The tables are reflected once; each ``read`` reads, after ``position``, the changes up
+    to a change_seq every table has been read to, so a before image and its update (same
+    change_seq) always come in the same batch. Rows committed in change_seq order (as
+    Qlik applies them) are never skipped."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        keys: Mapping[str, Sequence[str]],
+        *,
+        schema: str | None = None,
+        header_prefix: str = HEADER_PREFIX,
+        suffix: str = SUFFIX,
+        byte_order: ByteOrder | None = None,
+    ) -> None:
+        if not keys:
+            raise ConfigError("no change tables configured")
+        self._engine, self._byte_order = engine, byte_order
+        self._tables: list[tuple[ChangeTable, sa.Table, sa.Column]] = []
+        metadata = sa.MetaData()
+        for name, key in keys.items():
+            try:
+                table = sa.Table(name + suffix, metadata, schema=schema, autoload_with=engine)
+            except sa.exc.NoSuchTableError:
+                raise ConfigError(f"change table {name + suffix} does not exist") from None
+            shape = ChangeTable.from_columns(
+                name, [c.name for c in table.columns], key, header_prefix, table.fullname
+            )
+            self._tables.append((shape, table, table.c[header_prefix + "change_seq"]))
+
+    def read(self, position: str | None, limit: int | None = None) -> ChangeBatch:
+        """The changes after ``position`` (None: from the start), at most ``limit``
+        change_seq values (a before image and its update are one)."""
+        if limit is not None and limit < 1:
+            raise ConfigError(f"limit {limit} is not 1 or more")
+        _checked_position(position)
+        with self._engine.connect() as conn:
+            upto = self._upto(conn, position, limit)
+            if upto is None:
+                return ChangeBatch([], position)
+            rows = []
+            for shape, table, seq in self._tables:
+                query = sa.select(table).where(seq <= upto).order_by(seq)
+                if position is not None:
+                    query = query.where(seq > position)
+                at = shape.headers.index("change_seq")
+                for record in conn.execute(query):
+                    where = f"{table.fullname} change_seq {record[at]}"
+                    rows.append(shape.row(tuple(record), where))
+        return ChangeBatch(change_events(rows, self._byte_order), upto)
+
+    def _upto(self, conn: sa.Connection, position: str | None, limit: int | None) -> str | None:
+        """The newest change_seq of this batch: the newest of all, or the limit-th."""
+        found: set[str] = set()
+        for _, _, seq in self._tables:
+            if limit is None:
+                query = sa.select(sa.func.max(seq))
+            else:
+                query = sa.select(seq).distinct().order_by(seq).limit(limit)
+            if position is not None:
+                query = query.where(seq > position)
+            found.update(value for value in conn.execute(query).scalars() if value is not None)
+        return sorted(found)[:limit][-1] if found else None
+
+
+class PositionStore:
+    """The change_seq a task's output has been delivered up to, kept in a table of the
+    change tables' database (created if missing). Save only after delivery: a crash then
+    replays the last batch, it never skips one."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        task: str,
+        *,
+        table: str = POSITION_TABLE,
+        schema: str | None = None,
+    ) -> None:
+        self._engine, self._task = engine, task
+        self._table = sa.Table(
+            table, sa.MetaData(),
+            sa.Column("task", sa.String(200), primary_key=True),
+            sa.Column("change_seq", sa.String(35), nullable=False),
+            schema=schema,
+        )
+        self._table.create(engine, checkfirst=True)
+
+    def load(self) -> str | None:
+        """The saved position, None before the first save."""
+        query = sa.select(self._table.c.change_seq).where(self._table.c.task == self._task)
+        with self._engine.connect() as conn:
+            return conn.execute(query).scalar()
+
+    def save(self, position: str) -> None:
+        if _checked_position(position) is None:
+            raise ConfigError("a position to save is a change_seq, not None")
+        t = self._table
+        with self._engine.begin() as conn:
+            update = t.update().where(t.c.task == self._task).values(change_seq=position)
+            if conn.execute(update).rowcount == 0:
+                conn.execute(t.insert().values(task=self._task, change_seq=position))
+
+
+def read_database(
+    engine: sa.Engine,
+    keys: Mapping[str, Sequence[str]],
+    position: str | None,
+    *,
+    limit: int | None = None,
+    schema: str | None = None,
+    header_prefix: str = HEADER_PREFIX,
+    suffix: str = SUFFIX,
+    byte_order: ByteOrder | None = None,
+) -> ChangeBatch:
+    """One poll of the change tables (see ChangeTableDatabase; a poll loop keeps one)."""
+    database = ChangeTableDatabase(
+        engine, keys, schema=schema, header_prefix=header_prefix, suffix=suffix,
+        byte_order=byte_order,
+    )
+    return database.read(position, limit)
+
+
+# --- files ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Metadata:
+    """What a .dfm file tells: the table, its columns in file order, the binary data
+    columns (hex text in CSV) and the CSV format options."""
+
+    table: ChangeTable
+    names: tuple[str, ...]
+    binary: frozenset[str]
+    options: Mapping[str, object]
+
+
+def _member(parent: object, name: str, kind: type, where: str, default: object = None) -> object:
+    value = parent.get(name, default) if isinstance(parent, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise SourceInputError(f"{name} must be a JSON {kind.__name__}, not {value!r}", where)
+    return value
+
+
+def _metadata(path: Path, keys: Mapping[str, Sequence[str]], prefix: str) -> _Metadata:
+    """The .dfm beside ``path``. Read: dataInfo.sourceTable, dataInfo.columns (name, type,
+    primaryKeyPos) and formatInfo.options; nothing else is needed."""
+    dfm = path.with_suffix(".dfm")
+    where = str(dfm)
+    if not dfm.is_file():
+        raise SourceInputError("no .dfm metadata file beside the data file", str(path))
+    try:
+        document = json.loads(dfm.read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SourceInputError(f"not JSON: {exc}", where) from None
+    info = _member(document, "dataInfo", dict, where)
+    name = _member(info, "sourceTable", str, where)
+    names, binary, positions = [], set(), {}
+    for column in _member(info, "columns", list, where):
+        column_name = _member(column, "name", str, where)
+        names.append(column_name)
+        if _member(column, "type", str, where, "").upper() in BINARY_TYPES:
+            binary.add(column_name)
+        if (position := _member(column, "primaryKeyPos", int, where, 0)) > 0:
+            positions[column_name] = position
+    if len(set(positions.values())) != len(positions):
+        raise SourceInputError(f"primaryKeyPos values {sorted(positions.values())} repeat", where)
+    key = keys.get(name) or sorted(positions, key=positions.__getitem__)
+    table = ChangeTable.from_columns(name, names, key, prefix, where)
+    options = _member(_member(document, "formatInfo", dict, where, {}), "options", dict, where, {})
+    return _Metadata(table, tuple(names), frozenset(binary) & set(table.columns), options)
+
+
+def _csv_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object], str]]:
+    """Records of a CSV change-table file as the .dfm's options describe it; a first line
+    of the column names is skipped."""
+    options, names = metadata.options, list(metadata.names)
+    if options.get("recordDelimiter", "\n") not in ("\n", "\r\n"):
+        raise SourceInputError(
+            f"record delimiter {options['recordDelimiter']!r} is not supported (only \\n)",
+            str(path.with_suffix(".dfm")),
+        )
+    null, quote = options.get("nullValue", ""), options.get("quoteChar", '"') or None
+    start = 1
+    with path.open(newline="", encoding="utf-8") as stream:
+        reader = csv.reader(
+            stream, delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
+            escapechar=options.get("escapeChar") or None, strict=True,
+            quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
+        )
+        try:
+            for number, fields in enumerate(reader):
+                where, start = f"{path} line {start}", reader.line_num + 1
+                if number == 0 and fields == names:
+                    continue
+                if len(fields) != len(names):
+                    raise SourceInputError(
+                        f"{len(fields)} fields, but the .dfm lists {len(names)} columns", where
+                    )
+                yield [
+                    _csv_value(name, field, null, metadata.binary, where)
+                    for name, field in zip(names, fields)
+                ], where
+        except csv.Error as exc:
+            raise SourceInputError(f"CSV: {exc}", f"{path} line {start}") from None
+
+
+def _csv_value(name: str, field: str, null: object, binary: frozenset[str], where: str) -> object:
+    if field == null:
+        return None
+    if name not in binary:
+        return field
+    try:
+        return bytes.fromhex(field)
+    except ValueError:
+        message = f"binary column {name} holds {field!r}, not hex text"
+        raise SourceInputError(message, where) from None
+
+
+def _parquet_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object], str]]:
+    try:
+        data = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise SourceInputError(f"cannot read Parquet: {exc}", str(path)) from None
+    if tuple(data.column_names) != metadata.names:
+        raise SourceInputError(
+            f"columns {data.column_names} are not the .dfm's {list(metadata.names)}", str(path)
+        )
+    columns = [column.to_pylist() for column in data.columns]
+    for number, record in enumerate(zip(*columns), start=1):
+        yield list(record), f"{path} row {number}"
+
+
+def _data_files(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    given = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    files = []
+    for path in given:
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in DATA_SUFFIXES)
+        elif path.is_file() and path.suffix in DATA_SUFFIXES:
+            files.append(path)
+        else:
+            raise ConfigError(f"{path} is not a directory, nor a .csv or .parquet file")
+    return files
+
+
+def read_files(
+    paths: str | Path | Iterable[str | Path],
+    keys: Mapping[str, Sequence[str]] | None = None,
+    *,
+    header_prefix: str = HEADER_PREFIX,
+    byte_order: ByteOrder | None = None,
+) -> list[ChangeEvent]:
+    """The events of landed change-table files, merged in change_seq order.
+
+    ``paths``: a directory (searched recursively) or files and directories; each .csv or
+    .parquet file needs its .dfm beside it (same name). ``keys`` (table -> key columns)
+    overrides the .dfm's primaryKeyPos. Every file is read before any event is returned:
+    before images pair with updates across files, and a table's DELETE rows decide its
+    masks' byte order.
+    """
+    rows = []
+    for path in _data_files(paths):
+        metadata = _metadata(path, keys or {}, header_prefix)
+        read = _parquet_records if path.suffix == ".parquet" else _csv_records
+        rows += (metadata.table.row(record, where) for record, where in read(path, metadata))
+    return change_events(rows, byte_order)
