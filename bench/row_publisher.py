@@ -18,115 +18,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
 
-from grammar import TableKeyError, format_table_key, parse_table_key
+from grammar import format_table_key
 from publisher.errors import SinkError, XdspubError
 from publisher.model import events as ev
 from publisher.model import values
-from publisher.model.catalogue import Catalogue, Column, Table
+from publisher.model.catalogue import Column, Table
+from publisher.reduce.rules import Cell, Event, Rejected, attrs_of, classify, reduce_object
 from publisher.render.xds import command_element, command_xml, envelope
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log
 from publisher.source.schema import reflect_catalogue
 
-TRUE_WORDS = ("1", "true", "t", "y", "yes", "on")
-FALSE_WORDS = ("0", "false", "f", "n", "no", "off")
-DIGITS = re.compile(r"^-?[0-9]+$")
-KEY_INT = re.compile(r"^-?[0-9]{1,18}$")
-TYPE_TEXT = re.compile(r"^[0-9]{1,9}$")
-Cells = list[tuple[str, str, str | None]]  # (column, xds_type, text) of a row read back
-
-
-@dataclass
-class Event:
-    record_id: int
-    type: int
-    column: str | None
-    xds_type: str | None  # the column's
-    old: str | None  # log values as XDS text: a type 2's old, a type 1-3's new
-    new: str | None
-    warning: str | None  # the table_key was not canonical
-    error: str | None = None  # the row read back cannot be published
-    superseded: bool = False
-    cells: Cells | None = None  # query-back: the row read back (None: vanished, or not read)
-
-
-class Rejected(Exception):
-    """A row that cannot become XDS: status E, with this reason."""
-
-
-def log_text(raw: str, column: Column) -> str:
-    """A value of the log as XDS text for its column; ValueError when not valid for it."""
-    trimmed, kind = raw.strip(" "), column.xds_type
-    if kind == values.INT and DIGITS.search(trimmed):
-        return trimmed
-    if kind == values.STATE and trimmed.lower() in TRUE_WORDS + FALSE_WORDS:
-        return "true" if trimmed.lower() in TRUE_WORDS else "false"
-    if kind == values.TIME:
-        if DIGITS.search(trimmed):
-            return trimmed
-        return str(values.epoch_seconds(trimmed))  # time of day, or ISO date-time
-    if kind in (values.INT, values.STATE):
-        raise ValueError(raw)
-    return raw.rstrip(" ") if column.is_char else raw
-
-
-def classify(row: sa.Row, catalogue: Catalogue) -> tuple[Event, list[tuple[str, str]]]:
-    """The event of one log row and its key pairs; Rejected, with the first reason, if bad."""
-    text = None if row.event_type is None else str(row.event_type).strip(" ")
-    if text is None:
-        raise Rejected("event_type is NULL")
-    t = int(text) if TYPE_TEXT.search(text) else None
-    if t not in ev.KNOWN:
-        raise Rejected(f"unknown event_type {row.event_type}")
-    for name in ("table_name", "table_key"):
-        if getattr(row, name) is None:
-            raise Rejected(f"{name} is NULL")
-    for name in ("table_key", "table_name", "column_name"):
-        if position := getattr(row, name) and values.forbidden_position(getattr(row, name)):
-            raise Rejected(f"{name} has a character XML 1.0 cannot carry at position {position}")
-    try:
-        pairs = parse_table_key(row.table_key)
-    except TableKeyError as exc:
-        raise Rejected(f"malformed table_key: {exc}") from None
-    table = catalogue.tables.get(row.table_name)
-    if table is None:
-        raise Rejected(f"table {row.table_name} is not in the published schema {catalogue.schema}")
-    if any(table.column(c) is None for c, _ in pairs):
-        raise Rejected(f"a table_key column is not a column of {row.table_name}")
-    for c, v in pairs:
-        if table.column(c).xds_type == values.INT and not KEY_INT.search(v):
-            raise Rejected(f"table_key value {v} of {c} is not an integer")
-    column = table.column(row.column_name) if row.column_name is not None else None
-    if t in ev.PER_FIELD and column is None:
-        raise Rejected(f"column {row.column_name} is not in table {row.table_name}")
-    texts: dict[str, str | None] = {"old_value": None, "new_value": None}
-    for name, rendered in (("old_value", t == 2), ("new_value", t in ev.FIELD_NON_QUERY_BACK)):
-        raw = getattr(row, name)
-        if not rendered or raw is None:
-            continue
-        if position := values.forbidden_position(str(raw)):
-            raise Rejected(f"{name} has a character XML 1.0 cannot carry at position {position}")
-        try:
-            texts[name] = log_text(str(raw), column)
-        except ValueError:
-            raise Rejected(f"{name} {raw} is not a valid {column.xds_type} value") from None
-    canonical = format_table_key(pairs)
-    warning = None
-    if canonical != row.table_key:
-        warning = f"table_key {row.table_key} is not canonical; published as {canonical}"
-    xds_type = column.xds_type if column is not None else None
-    event = Event(row.record_id, t, row.column_name, xds_type, *texts.values(), warning)
-    return event, pairs
+Cells = list[Cell]
 
 
 def same_key(column: Column, db_value: object, text: str) -> bool:
@@ -167,66 +77,6 @@ def query_back(
             )
         cells.append((column.name, column.xds_type, text))
     return cells, errors
-
-
-def reduce_object(
-    events: list[Event],
-    read: Callable[[], tuple[Cells | None, dict[str, str]]],
-    statuses: dict[int, tuple[str, str | None]],
-) -> list[tuple[str, list[Event]]]:
-    """Precedence (section 4) over one object's live events; its runs of one command kind."""
-    deletes = [i for i, e in enumerate(events) if e.type == ev.EventType.DELETE_ROW]
-    after_last_delete = events[deletes[-1] + 1 :] if deletes else events
-    effective = []  # query-back events before a delete have no effect, and are not read
-    for e in after_last_delete:
-        if e.type in ev.QUERY_BACK:
-            e.cells, errors = read()
-            whole_row = e.type in ev.ROW_QUERY_BACK
-            e.error = next(iter(errors.values()), None) if whole_row else errors.get(e.column)
-            if e.error:
-                continue
-        effective.append(e)
-    row_qb = any(e.type in ev.ROW_QUERY_BACK for e in effective)
-    field_qb = {e.column for e in effective if e.type in ev.FIELD_QUERY_BACK}
-    for e in effective:
-        if e.type in ev.FIELD_NON_QUERY_BACK:
-            e.superseded = row_qb or e.column in field_qb
-        elif e.type in ev.FIELD_QUERY_BACK:
-            e.superseded = row_qb
-    runs: list[tuple[str, list[Event]]] = []
-    for e in events:
-        if e.error:
-            statuses[e.record_id] = (ev.Status.ERROR, e.error)
-        elif e.superseded:
-            statuses[e.record_id] = (ev.Status.DONE, None)
-        else:
-            warned = (ev.Status.WARNED, e.warning)
-            statuses[e.record_id] = warned if e.warning else (ev.Status.DONE, None)
-            kind = ev.COMMAND_KIND[e.type]
-            if runs and runs[-1][0] == kind:
-                runs[-1][1].append(e)
-            else:
-                runs.append((kind, [e]))
-    return runs
-
-
-def attrs_of(run: list[Event]) -> list[dict]:
-    """The add-attr/modify-attr pieces of one run in event order; query-back fields once."""
-    attrs, seen = [], set()
-    for e in run:
-        piece = {"name": e.column, "type": e.xds_type, "old": None, "new": e.new}
-        if e.type == 1 and e.new is not None:
-            attrs.append(piece | {"op": "add"})
-        elif e.type == 2 and (e.old is not None or e.new is not None):
-            attrs.append(piece | {"op": "modify", "old": e.old})
-        elif e.type == 3:
-            attrs.append(piece | {"op": "replace"})
-        for name, xds_type, text in e.cells or ():
-            if name not in seen and (e.type in ev.ROW_QUERY_BACK or name == e.column):
-                seen.add(name)
-                cell = {"name": name, "type": xds_type, "old": None, "new": text}
-                attrs.append(cell | {"op": "replace"})
-    return attrs
 
 
 def write_documents(out: str, batch_size: int, commands: list[tuple[int, bytes]]) -> int:
@@ -281,7 +131,7 @@ def publish(settings: Settings, out: str) -> int:
                 statuses[row.record_id] = (ev.Status.DONE, None)
                 continue
             try:
-                event, pairs = classify(row, catalogue)
+                event, pairs = classify(row._mapping, catalogue)
             except Rejected as exc:
                 statuses[row.record_id] = (ev.Status.ERROR, str(exc))
                 continue

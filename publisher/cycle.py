@@ -23,8 +23,6 @@ from publisher.source.query_back import read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
 
-COLUMNS_SCHEMA = "table_name STRING, column_name STRING, ordinal INT, xds_type STRING, is_char BOOLEAN"
-
 
 @dataclass
 class CycleReport:
@@ -120,58 +118,58 @@ def _cycle(
     from publisher.delivery.ordered import order_commands
     from publisher.reduce import pipeline as p
     from publisher.reduce.current import current_state
-    from publisher.reduce.keys import parsed_keys, with_plain_keys
-    from publisher.reduce.status_ranges import status_ranges
+    from publisher.reduce.status_ranges import id_runs, status_ranges
+    from publisher.render.object_pass import REDUCED_SCHEMA, object_pass
 
     started = time.monotonic()
     spark = spark_session(settings.spark_master)
     report = CycleReport(spark_start_seconds=time.monotonic() - started)
     progress.attach(spark)
     phases = _Phases(report, progress)
-    phases.begin("reading the event log")
+    phases.begin("reading and classifying")
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
     publisher_user = settings.publisher_user or engine.url.username
-    # Fixed once, with the plain keys split: the key parser and the classification both read it.
-    events = (
-        read_pending(spark, engine, log, dialect, settings)
-        .transform(with_plain_keys)
-        .localCheckpoint(eager=True)
+    classify = p.classify_rows(
+        catalogue, publisher_user, settings.allow_loopback, settings.future_events
     )
-    phases.begin("classifying")
-    columns = spark.createDataFrame(catalogue.column_rows(), COLUMNS_SCHEMA)
+    # Fixed once: the query-back requests, the object pass and the statuses all read it.
     classified = (
-        events.transform(p.with_event_type)
-        .transform(p.with_order(settings.future_events))
-        .transform(p.with_keys(parsed_keys(events)))
-        .transform(p.with_schema(columns))
-        .transform(p.classify(settings.schema, publisher_user, settings.allow_loopback))
+        read_pending(spark, engine, log, dialect, settings)
+        .mapInArrow(classify, p.CLASSIFIED_SCHEMA)
         .localCheckpoint(eager=True)
     )
 
     def read(table, key_names, wanted):
         return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
 
-    phases.begin("reducing")
+    phases.begin("reducing and rendering", rows=classified.count())
     state = current_state(spark, p.query_back_requests(classified), catalogue, read)
-    decided = p.decide(classified, state).localCheckpoint(eager=True)
-
-    rows_read = decided.count()
-    phases.begin("ordering commands", rows=rows_read)
-    commands = order_commands(decided.transform(p.command_rows(settings.schema)), rows_read)
-    report.commands = commands.total
-    phases.begin("rendering and writing", commands=commands.total)
-    report.documents = sink.publish(commands)
+    reduced = (
+        p.by_object(classified, state)
+        .mapInArrow(object_pass(settings.schema), REDUCED_SCHEMA)
+        .localCheckpoint(eager=True)
+    )
+    commands = reduced.where("xml IS NOT NULL").select("cmd_time", "cmd_id", "xml")
+    count = commands.count()
+    phases.begin("ordering commands", commands=count)
+    ordered = order_commands(commands, count)
+    report.commands = ordered.total
+    phases.begin("writing documents", commands=ordered.total)
+    report.documents = sink.publish(ordered)
     phases.begin("finding status ranges", documents=report.documents)
 
-    statuses = p.statuses(decided)
-    ranges = status_ranges(statuses)
+    exceptions = (
+        classified.where("status = 'E'")
+        .select("record_id", "status", "reason")
+        .unionByName(reduced.where("record_id IS NOT NULL").select("record_id", "status", "reason"))
+        .orderBy("record_id")
+        .collect()
+    )
+    ranges = status_ranges(id_runs(classified), ((r.record_id, r.status) for r in exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1
     report.rows = sum(report.by_status.values())
-    report.notes = [
-        (r.record_id, r.status, r.reason)
-        for r in statuses.where("reason IS NOT NULL").orderBy("record_id").toLocalIterator()
-    ]
+    report.notes = [(r.record_id, r.status, r.reason) for r in exceptions]
     if not settings.dry_run:
         phases.begin("writing statuses")
         write_statuses(engine, log, ranges, settings.delete_processed)

@@ -194,7 +194,7 @@ def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
     os.close(leader)
     assert process.wait(60) == 0, screen.decode(errors="replace")
     text = screen.decode(errors="replace")
-    assert "tasks" in text and "reading the event log" in text
+    assert "tasks" in text and "reading and classifying" in text
     assert "6 rows read, 4 commands, 1 documents" in text
     assert "Spark start" in text
 

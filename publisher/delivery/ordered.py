@@ -1,9 +1,9 @@
-"""The cycle's commands in output order, spread over Spark partitions, and the executor
-side of writing them: each partition renders its own commands and writes its files.
+"""The cycle's rendered commands in output order, spread over Spark partitions, and the
+executor side of writing them: each partition writes its own stretch of documents.
 
-Command rows are range-partitioned by (cmd_time, cmd_id), so partition i holds the i-th
-stretch of the output, whole commands only. Counting each partition's commands first gives
-every command its global position, hence its document, without moving any XML."""
+Commands are range-partitioned by (cmd_time, cmd_id), so partition i holds the i-th stretch
+of the output. Counting each partition's commands first gives every command its global
+position, hence its document, without moving any XML through the driver."""
 
 from __future__ import annotations
 
@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from publisher.render.xds import arrow_rows, render_commands
-
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-ORDER = ("cmd_time", "cmd_id", "ord_time", "record_id")
+ORDER = ("cmd_time", "cmd_id")
 # What an executor reports: a command of a document it shares with a neighbour (xml), a
 # file it wrote (path), or why it could not write (error).
 PIECE_SCHEMA = (
@@ -36,13 +34,12 @@ _PIECE_ARROW = pa.schema(
         ("error", pa.string()),
     ]
 )
-RENDERED_SCHEMA = "event_id BIGINT, xml BINARY"
 ROWS_PER_PARTITION = 100_000
 
 
 @dataclass(frozen=True)
 class OrderedCommands:
-    rows: DataFrame  # command rows, range-partitioned and sorted, fixed (checkpointed)
+    rows: DataFrame  # (cmd_time, cmd_id, xml), range-partitioned and sorted, fixed (checkpointed)
     counts: tuple[int, ...]  # commands per partition, in output order
 
     @property
@@ -58,21 +55,19 @@ class OrderedCommands:
         return out
 
 
-def order_commands(rows: DataFrame, row_count: int) -> OrderedCommands:
-    """Spread ``rows`` (from pipeline.command_rows) over partitions in output order."""
+def order_commands(commands: DataFrame, count: int) -> OrderedCommands:
+    """Spread ``count`` rendered commands (cmd_time, cmd_id, xml) over partitions in output
+    order."""
     from pyspark.sql import functions as F
 
-    partitions = max(1, -(-row_count // ROWS_PER_PARTITION))
+    partitions = max(1, -(-count // ROWS_PER_PARTITION))
     ordered = (
-        rows.repartitionByRange(partitions, "cmd_time", "cmd_id")
+        commands.repartitionByRange(partitions, *ORDER)
         .sortWithinPartitions(*ORDER)
         .localCheckpoint(eager=True)
     )
     counted = dict(
-        ordered.where("head")
-        .groupBy(F.spark_partition_id().alias("partition"))
-        .count()
-        .collect()
+        ordered.groupBy(F.spark_partition_id().alias("partition")).count().collect()
     )
     counts = tuple(counted.get(i, 0) for i in range(ordered.rdd.getNumPartitions()))
     return OrderedCommands(ordered, counts)
@@ -95,13 +90,10 @@ def _failure(paths: list[str], exc: OSError) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([{"error": message}], schema=_PIECE_ARROW)
 
 
-def rendered(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: (event_id, xml) of each command."""
-    commands = [(cmd_id, xml) for _t, cmd_id, xml in render_commands(arrow_rows(batches))]
-    yield pa.RecordBatch.from_pydict(
-        {"event_id": [c[0] for c in commands], "xml": [c[1] for c in commands]},
-        schema=pa.schema([("event_id", pa.int64()), ("xml", pa.binary())]),
-    )
+def _commands(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes]]:
+    """(cmd_id, xml) of each command, in order."""
+    for batch in batches:
+        yield from zip(batch.column("cmd_id").to_pylist(), batch.column("xml").to_pylist())
 
 
 def document_writer(directory: str, batch_size: int, offsets: list[int], total: int):
@@ -130,7 +122,7 @@ def document_writer(directory: str, batch_size: int, offsets: list[int], total: 
             document.clear()
 
         try:
-            for _cmd_time, cmd_id, xml in render_commands(arrow_rows(batches)):
+            for cmd_id, xml in _commands(batches):
                 if document and position % batch_size == 0:
                     flush()
                 document.append((cmd_id, xml))
@@ -155,7 +147,7 @@ def part_writer(directory: str, name: str):
         path = Path(directory) / f".{name}.part{partition:05d}.{os.getpid()}.tmp"
         try:
             with open(path, "wb") as stream:
-                for _cmd_time, _cmd_id, xml in render_commands(arrow_rows(batches)):
+                for _cmd_id, xml in _commands(batches):
                     stream.write(xml)
         except OSError as exc:
             yield _failure([str(path)], exc)

@@ -17,11 +17,9 @@ from typing import BinaryIO, Protocol
 
 from publisher.delivery.ordered import (
     PIECE_SCHEMA,
-    RENDERED_SCHEMA,
     OrderedCommands,
     document_writer,
     part_writer,
-    rendered,
 )
 from publisher.errors import SinkError
 from publisher.render.xds import envelope, heartbeat_xml
@@ -122,8 +120,8 @@ class StdoutSink:
     """The one document on standard output, streamed from the executors in order."""
 
     def publish(self, commands: OrderedCommands) -> int:
-        rows = commands.rows.mapInArrow(rendered, RENDERED_SCHEMA).toLocalIterator()
-        self._write((row.event_id, bytes(row.xml)) for row in rows)
+        rows = commands.rows.select("cmd_id", "xml").toLocalIterator()
+        self._write((row.cmd_id, bytes(row.xml)) for row in rows)
         return 1
 
     def heartbeat(self) -> None:

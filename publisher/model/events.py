@@ -39,6 +39,8 @@ KNOWN = tuple(int(t) for t in EventType)
 # Command kind per event type: 1 adds, 4 deletes, the rest modify (section 4, grouping).
 ADD, MODIFY, DELETE = "add", "modify", "delete"
 COMMAND_KIND = {1: ADD, 2: MODIFY, 3: MODIFY, 4: DELETE, 5: MODIFY, 6: MODIFY, 7: MODIFY, 8: MODIFY}
+# How a field event changes its attribute; a query-back replaces it.
+FIELD_OPS = {1: "add", 2: "modify", 3: "replace"}
 
 
 class Status:

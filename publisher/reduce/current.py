@@ -18,11 +18,11 @@ from publisher.model.catalogue import Catalogue, Table
 from publisher.reduce.xds_text import forbidden_position, octet_text, xds_text
 from publisher.source.query_back import KEYED_READ_LIMIT
 
-STATE_SCHEMA = (
-    "table_name STRING, canonical_key STRING, found BOOLEAN, "
-    "cells ARRAY<STRUCT<ordinal: INT, column_name: STRING, xds_type: STRING, "
+CELLS_TYPE = (
+    "ARRAY<STRUCT<ordinal: INT, column_name: STRING, xds_type: STRING, "
     "value: STRING, value_error: STRING>>"
 )
+STATE_SCHEMA = f"table_name STRING, canonical_key STRING, found BOOLEAN, cells {CELLS_TYPE}"
 _SEPARATOR = "\u0001"  # cannot occur in a published value (XML 1.0 forbids it)
 
 # (table, key column names, the wanted keys' text values or None for all) -> raw rows

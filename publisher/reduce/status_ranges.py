@@ -1,54 +1,71 @@
 """Every row's status as ranges of consecutive record_ids that share a letter, so the
 write-back is a few range statements, not one per row (PUBLISHER.md section 6).
 
-Rows are spread by blocks of record_ids and sorted within partitions; each partition finds
-its runs with numpy, and the driver joins runs that continue across blocks."""
+A cycle's rows are S but for a few (E and W, which the driver holds anyway to report them).
+So the ranges are the runs of consecutive record_ids read, found in each read partition
+with numpy, cut where those few lie: no shuffle."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from publisher.model.events import StatusRange
+from publisher.model.events import Status, StatusRange
 
-
-BLOCK = 1 << 16
-_RUN_SCHEMA = pa.schema([("status", pa.string()), ("low", pa.int64()), ("high", pa.int64())])
+_RUN_SCHEMA = pa.schema([("low", pa.int64()), ("high", pa.int64())])
 
 
 def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    table = pa.Table.from_batches(list(batches))
-    if not table.num_rows:
+    ids = np.sort(
+        np.concatenate([b.column(0).to_numpy() for b in batches] or [np.empty(0, np.int64)])
+    )
+    if not len(ids):
         return
-    ids = table.column("record_id").to_numpy()
-    letters = table.column("status").to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(
-        np.concatenate(([True], (np.diff(ids) != 1) | (letters[1:] != letters[:-1])))
-    )
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(ids) != 1)))
     ends = np.concatenate((starts[1:] - 1, [len(ids) - 1]))
-    yield pa.RecordBatch.from_pydict(
-        {"status": letters[starts].tolist(), "low": ids[starts], "high": ids[ends]},
-        schema=_RUN_SCHEMA,
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(ids[starts]), pa.array(ids[ends])], schema=_RUN_SCHEMA
     )
 
 
-def status_ranges(statuses: DataFrame) -> list[StatusRange]:
-    """Maximal runs of consecutive record_ids with one status, by record_id."""
-    runs = (
-        statuses.select("record_id", "status")
-        .repartition(F.floor(F.col("record_id") / BLOCK))
-        .sortWithinPartitions("record_id")
-        .mapInArrow(_runs, "status STRING, low BIGINT, high BIGINT")
-        .collect()
-    )
-    merged: list[StatusRange] = []
-    for run in sorted(runs, key=lambda r: r.low):
-        if merged and merged[-1][0] == run.status and merged[-1][2] + 1 == run.low:
-            merged[-1] = (run.status, merged[-1][1], run.high)
+def id_runs(rows: DataFrame) -> list[tuple[int, int]]:
+    """Maximal runs (low, high) of consecutive record_ids among ``rows``, in order."""
+    runs = rows.select("record_id").mapInArrow(_runs, "low BIGINT, high BIGINT").collect()
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted((r.low, r.high) for r in runs):
+        if merged and merged[-1][1] + 1 == low:
+            merged[-1] = (merged[-1][0], high)
         else:
-            merged.append((run.status, run.low, run.high))
+            merged.append((low, high))
     return merged
+
+
+def status_ranges(
+    runs: Iterable[tuple[int, int]], exceptions: Iterable[tuple[int, str]]
+) -> list[StatusRange]:
+    """The runs of rows read, S but where ``exceptions`` (record_id, letter; sorted by
+    record_id, each inside a run) say otherwise; neighbours with one letter joined."""
+    ranges: list[StatusRange] = []
+
+    def add(letter: str, low: int, high: int) -> None:
+        if ranges and ranges[-1][0] == letter and ranges[-1][2] + 1 == low:
+            ranges[-1] = (letter, ranges[-1][1], high)
+        else:
+            ranges.append((letter, low, high))
+
+    pending = iter(exceptions)
+    exception = next(pending, None)
+    for low, high in runs:
+        while exception is not None and exception[0] <= high:
+            record_id, letter = exception
+            if low < record_id:
+                add(Status.DONE, low, record_id - 1)
+            add(letter, record_id, record_id)
+            low = record_id + 1
+            exception = next(pending, None)
+        if low <= high:
+            add(Status.DONE, low, high)
+    return ranges

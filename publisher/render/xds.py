@@ -7,19 +7,14 @@ elements are built with ``SubElement``, the fastest way lxml offers."""
 from __future__ import annotations
 
 import copy
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from operator import itemgetter
 from importlib import resources
 from typing import Any
 
-import pyarrow as pa
 from lxml import etree
 
-from publisher.model.events import FIELD_NON_QUERY_BACK, FIELD_QUERY_BACK
 
-FIELD_OPS = {1: "add", 2: "modify", 3: "replace"}  # how a field event changes its attribute
 _INPUT_MARK = "@@xdspub-commands@@"
 _INDENT = "  "
 
@@ -86,46 +81,3 @@ def envelope() -> tuple[bytes, bytes]:
     head, tail = text.split(_INPUT_MARK)
     declaration = '<?xml version="1.0" encoding="UTF-8"?>\n'
     return (declaration + head + "\n").encode(), (_INDENT + tail + "\n").encode()
-
-
-def _attributes(rows: Sequence[dict]) -> Iterator[dict[str, Any]]:
-    """The attributes of one command's rows, in processing order; a query-back renders
-    each field once per command."""
-    queried: set[str] = set()
-    for row in rows:
-        if not row["yields"]:
-            continue
-        event_type = row["event_type"]
-        if event_type in FIELD_NON_QUERY_BACK:
-            yield {
-                "op": FIELD_OPS[event_type],
-                "name": row["column_name"],
-                "type": row["xds_type"],
-                "old": row["old_text"],
-                "new": row["new_text"],
-            }
-            continue
-        for cell in row["cells"]:
-            name = cell["column_name"]
-            if name in queried or (event_type in FIELD_QUERY_BACK and name != row["column_name"]):
-                continue
-            queried.add(name)
-            yield {"op": "replace", "name": name, "type": cell["xds_type"], "old": None, "new": cell["value"]}
-
-
-def render_commands(rows: Iterable[dict]) -> Iterator[tuple[float, int, bytes]]:
-    """(cmd_time, cmd_id, xml) of each command, from its rows (section 4, rendering) sorted
-    by command, then processing order."""
-    for (cmd_time, cmd_id), group in itertools.groupby(rows, key=itemgetter("cmd_time", "cmd_id")):
-        members = list(group)
-        first = members[0]
-        element = command_element(
-            first["kind"], first["class_name"], cmd_id, first["association"], list(_attributes(members))
-        )
-        yield cmd_time, cmd_id, command_xml(element)
-
-
-def arrow_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict]:
-    """The rows of Arrow batches as dicts, across batch boundaries."""
-    for batch in batches:
-        yield from batch.to_pylist()

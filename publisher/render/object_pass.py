@@ -1,0 +1,102 @@
+"""The object pass: in the executors, each object's live rows (pipeline.by_object) reduced
+by the rules and its commands rendered, in one Python pass per partition.
+
+What comes out is one row per command (cmd_time, cmd_id, xml) and one per row whose status
+is not S (record_id, status, reason): a cycle's statuses are S but for these few."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from publisher.model import events as ev
+from publisher.reduce.rules import Cell, Event, attrs_of, reduce_object
+from publisher.render.xds import command_element, command_xml
+
+REDUCED_COLUMNS = (
+    ("cmd_time", pa.float64()),
+    ("cmd_id", pa.int64()),
+    ("xml", pa.binary()),
+    ("record_id", pa.int64()),
+    ("status", pa.string()),
+    ("reason", pa.string()),
+)
+_BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
+REDUCED_SCHEMA = (
+    "cmd_time DOUBLE, cmd_id BIGINT, xml BINARY, record_id BIGINT, status STRING, reason STRING"
+)
+_REDUCED = pa.schema(REDUCED_COLUMNS)
+
+
+def _read_back(state: dict | None) -> Callable[[], tuple[list[Cell] | None, dict[str, str]]]:
+    """The object's current row as rules.reduce_object reads it."""
+    if state is None or not state["found"]:
+        return lambda: (None, {})
+    cells = [(c["column_name"], c["xds_type"], c["value"]) for c in state["cells"]]
+    errors = {c["column_name"]: c["value_error"] for c in state["cells"] if c["value_error"]}
+    return lambda: (cells, errors)
+
+
+def _event(row: dict) -> Event:
+    return Event(
+        row["record_id"],
+        row["event_type"],
+        row["column_name"],
+        row["xds_type"],
+        row["old_text"],
+        row["new_text"],
+        row["warning"],
+        row["canonical_key"],
+        row["ord_time"],
+    )
+
+
+def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow body over pipeline.by_object: REDUCED_SCHEMA."""
+
+    def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        out: dict[str, list] = {name: [] for name, _ in REDUCED_COLUMNS}
+
+        def publish(obj: tuple[str, str], state: dict | None, events: list[Event]) -> None:
+            statuses: dict[int, tuple[str, str | None]] = {}
+            runs = reduce_object(events, _read_back(state), statuses)
+            table_name, key = obj
+            association = f"{key},table={table_name},schema={schema}"
+            for kind, run in runs:
+                attrs = attrs_of(run)
+                if kind == ev.MODIFY and not attrs:
+                    continue  # nothing to say, e.g. a query-back of a vanished row
+                head = run[0]
+                xml = command_xml(
+                    command_element(kind, table_name, head.record_id, association, attrs)
+                )
+                for name, value in zip(out, (head.ord_time, head.record_id, xml, None, None, None)):
+                    out[name].append(value)
+            for record_id, (letter, reason) in statuses.items():
+                if letter != ev.Status.DONE:
+                    for name, value in zip(out, (None, None, None, record_id, letter, reason)):
+                        out[name].append(value)
+
+        current: tuple[str, str] | None = None
+        state: dict | None = None
+        events: list[Event] = []
+        for batch in batches:
+            for row in batch.to_pylist():
+                obj = (row["table_name"], row["canonical_key"])
+                if obj != current:
+                    if events:
+                        publish(current, state, events)
+                    current, state, events = obj, None, []
+                if row["found"] is not None:
+                    state = row
+                else:
+                    events.append(_event(row))
+            if len(out["cmd_id"]) >= _BATCH_ROWS:
+                yield pa.RecordBatch.from_pydict(out, schema=_REDUCED)
+                out = {name: [] for name in out}
+        if events:
+            publish(current, state, events)
+        yield pa.RecordBatch.from_pydict(out, schema=_REDUCED)
+
+    return reduce_partition
