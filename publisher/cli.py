@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from publisher.errors import XdspubError
+from publisher.source.cdc.formats import FORMATS
 
 EXIT_ROW_ERRORS = 1
 DEFAULT_QUERY_LIMIT = 10000  # Query Limit of the polling service (section 7)
@@ -67,6 +68,9 @@ config_option = click.option(
     help="TOML file whose keys are these options' names.",
 )
 db_option = _option("--db", "db_url", required=True, help="SQLAlchemy URL of the database.")
+source_db_option = _option(
+    "--db", "db_url", help="SQLAlchemy URL of the database (the event log's, or the change tables')."
+)
 schema_option = _option("--schema", default="indirect", show_default=True, help="Schema Name.")
 log_table_option = _option(
     "--log-table", default="indirect_process", show_default=True, help="Event Log Table Name."
@@ -77,7 +81,7 @@ def publishing_options(command: Callable) -> Callable:
     for option in reversed(
         [
             config_option,
-            db_option,
+            source_db_option,
             schema_option,
             log_table_option,
             _option("--publisher-user", help="Database user of the publisher (loopback)."),
@@ -132,18 +136,68 @@ def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, trig
     click.echo(f"xdspub: ran {', '.join(names)} on {engine.url.render_as_string()}", err=True)
 
 
+def _pairs(values: tuple[str, ...], option: str, key: Callable[[str], Any] = str,
+           value: Callable[[str], Any] = str) -> dict:
+    """NAME=VALUE options as a dict, each side converted (ValueError: not valid)."""
+    pairs = {}
+    for text in values:
+        name, sep, rest = text.partition("=")
+        try:
+            if not sep or not name or not rest:
+                raise ValueError
+            pairs[key(name)] = value(rest)
+        except ValueError:
+            raise click.BadParameter(f"{text!r} is not NAME=VALUE", param_hint=option) from None
+    return pairs
+
+
+def _require_db(options: dict[str, Any]) -> None:
+    if not options["db_url"]:
+        raise click.UsageError("Missing option '--db'.")
+
+
 @cli.command()
 @publishing_options
 @_option("--out", required=True, help="FILE.xml, a directory, or - for standard output.")
 @_option("--quiet", is_flag=True,
          help="No progress display and no summary (E and W rows are still listed).")
-def export(out: str, quiet: bool, **options: Any) -> None:
-    """Publish every pending row once, as one cycle, then write the statuses."""
+@_option("--source", type=click.Choice(["eventlog", *FORMATS]), default="eventlog",
+         show_default=True, help="What to publish: the event log, or a change format.")
+@_option("--input", "input_path", help="Change file, or - for standard input (change formats).")
+@_option("--keys", multiple=True, metavar="TABLE=COL[+COL]",
+         help="Key columns of a table, where the format does not name them.")
+@_option("--tables", multiple=True, metavar="ID=NAME", help="gbase8s: captured table id and name.")
+def export(
+    out: str,
+    quiet: bool,
+    source: str,
+    input_path: str | None,
+    keys: tuple[str, ...],
+    tables: tuple[str, ...],
+    **options: Any,
+) -> None:
+    """Publish every pending row once, as one cycle, then write the statuses; or every
+    event of a change format (--source)."""
     from publisher.cycle import export as run_export
     from publisher.progress import progress_for
     from publisher.settings import Settings
 
-    report = run_export(Settings(**options), out, progress_for(quiet))
+    if source == "eventlog":
+        _require_db(options)
+        report = run_export(Settings(**options), out, progress_for(quiet))
+    else:
+        from publisher.cycle import export_changes
+        from publisher.source.cdc.formats import ChangeOptions, open_changes
+
+        change_options = ChangeOptions(
+            input=input_path,
+            db_url=options["db_url"],
+            schema=options["schema"] if options["db_url"] else None,
+            keys=_pairs(keys, "--keys", value=lambda v: v.split("+")),
+            tables=_pairs(tables, "--tables", key=int),
+        )
+        changes = open_changes(source, change_options)
+        report = export_changes(Settings(**options), changes, out, progress_for(quiet))
     _report(report, quiet)
 
 
@@ -171,6 +225,7 @@ def poll(
     from publisher.service.loop import PollingService, ServiceOptions
     from publisher.settings import Settings
 
+    _require_db(options)
     logs.configure(log_format)
     options["query_limit"] = options["query_limit"] or DEFAULT_QUERY_LIMIT
     service = PollingService(

@@ -3,9 +3,13 @@ commands in the executors, make the documents durable, then write the statuses."
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import sqlalchemy as sa
 
@@ -13,15 +17,21 @@ from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.errors import PublisherBusy
 from publisher.delivery.status import write_statuses
-from publisher.model.events import Status
+from publisher.model.catalogue import Catalogue, Table
+from publisher.model.events import Status, StatusRange
 from publisher.progress import CycleProgress, Silent
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.dialects import Dialect
-from publisher.source.event_log import EventLog, open_event_log, read_pending
+from publisher.source.cdc.formats import ChangeInput
+from publisher.source.changes import StagedChanges, stage_changes
+from publisher.source.event_log import PENDING_SCHEMA, EventLog, open_event_log, read_pending
 from publisher.source.query_back import read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass
@@ -90,6 +100,18 @@ def export(settings: Settings, out: str, progress: CycleProgress | None = None) 
         engine.dispose()
 
 
+def export_changes(
+    settings: Settings, changes: ChangeInput, out: str, progress: CycleProgress | None = None
+) -> CycleReport:
+    """``xdspub export --source FORMAT``: the events of a change stream, as one cycle; the
+    stream's position is saved only once the documents are durable."""
+    sink = open_sink(out, settings.batch_size)
+    with tempfile.TemporaryDirectory(prefix="xdspub-changes-") as directory:
+        staged = stage_changes(changes.events, Path(directory), settings.schema)
+        source = _StagedSource(staged, changes.delivered)
+        return _run(settings, source, sink, progress)
+
+
 def run_cycle(
     settings: Settings,
     engine: sa.Engine,
@@ -99,20 +121,81 @@ def run_cycle(
     progress: CycleProgress | None = None,
 ) -> CycleReport:
     """One cycle: the pending rows to documents in ``sink``, then their statuses."""
+    return _run(settings, _EventLogSource(settings, engine, dialect, log), sink, progress)
+
+
+class CycleSource(Protocol):
+    """Where a cycle's rows come from, and where their outcome goes."""
+
+    catalogue: Catalogue
+    publisher_user: str | None  # loopback: rows this user made are consumed unpublished
+
+    def pending(self, spark: SparkSession) -> DataFrame:
+        """The rows to publish (event_log.PENDING_SCHEMA)."""
+
+    def read_current(
+        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
+    ) -> DataFrame:
+        """The current rows of ``table`` for query-back (current.ReadTable)."""
+
+    def acknowledge(self, ranges: list[StatusRange]) -> None:
+        """The documents are durable: record the rows' outcome."""
+
+
+class _EventLogSource:
+    """The event log: rows read through JDBC, query-back against the published schema,
+    statuses written back."""
+
+    def __init__(self, settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
+        self.settings, self.engine, self.dialect, self.log = settings, engine, dialect, log
+        self.catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
+        self.publisher_user = settings.publisher_user or engine.url.username
+
+    def pending(self, spark: SparkSession) -> DataFrame:
+        return read_pending(spark, self.engine, self.log, self.dialect, self.settings)
+
+    def read_current(
+        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
+    ) -> DataFrame:
+        return read_current(spark, self.engine, self.dialect, self.catalogue, table, key_names, wanted)
+
+    def acknowledge(self, ranges: list[StatusRange]) -> None:
+        write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)
+
+
+class _StagedSource:
+    """A change stream staged as event log rows: no query-back (its events carry their
+    values), and the stream's own acknowledgement in place of statuses."""
+
+    publisher_user = None  # the formats carry no perpetrator
+
+    def __init__(self, staged: StagedChanges, delivered: Callable[[], None]) -> None:
+        self.staged, self.catalogue, self.delivered = staged, staged.catalogue, delivered
+
+    def pending(self, spark: SparkSession) -> DataFrame:
+        return spark.read.schema(PENDING_SCHEMA).parquet(str(self.staged.directory))
+
+    def read_current(
+        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
+    ) -> DataFrame:
+        raise AssertionError("change formats have no query-back events")
+
+    def acknowledge(self, ranges: list[StatusRange]) -> None:
+        self.delivered()
+
+
+def _run(
+    settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress | None
+) -> CycleReport:
     progress = progress or Silent()
     try:
-        return _cycle(settings, engine, dialect, log, sink, progress)
+        return _cycle(settings, source, sink, progress)
     finally:
         progress.close()
 
 
 def _cycle(
-    settings: Settings,
-    engine: sa.Engine,
-    dialect: Dialect,
-    log: EventLog,
-    sink: Sink,
-    progress: CycleProgress,
+    settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress
 ) -> CycleReport:
     # Spark is imported here, not at module level, so the CLI's --help stays light.
     from publisher.delivery.ordered import order_commands
@@ -127,23 +210,19 @@ def _cycle(
     progress.attach(spark)
     phases = _Phases(report, progress)
     phases.begin("reading and classifying")
-    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
-    publisher_user = settings.publisher_user or engine.url.username
     classify = p.classify_rows(
-        catalogue, publisher_user, settings.allow_loopback, settings.future_events
+        source.catalogue, source.publisher_user, settings.allow_loopback, settings.future_events
     )
     # Fixed once: the query-back requests, the object pass and the statuses all read it.
     classified = (
-        read_pending(spark, engine, log, dialect, settings)
-        .mapInArrow(classify, p.CLASSIFIED_SCHEMA)
-        .localCheckpoint(eager=True)
+        source.pending(spark).mapInArrow(classify, p.CLASSIFIED_SCHEMA).localCheckpoint(eager=True)
     )
 
     def read(table, key_names, wanted):
-        return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
+        return source.read_current(spark, table, key_names, wanted)
 
     phases.begin("reducing and rendering", rows=classified.count())
-    state = current_state(spark, p.query_back_requests(classified), catalogue, read)
+    state = current_state(spark, p.query_back_requests(classified), source.catalogue, read)
     reduced = (
         p.by_object(classified, state)
         .mapInArrow(object_pass(settings.schema), REDUCED_SCHEMA)
@@ -158,11 +237,10 @@ def _cycle(
     report.documents = sink.publish(ordered)
     phases.begin("finding status ranges", documents=report.documents)
 
-    exceptions = (
+    exceptions = sorted(  # few: E and W rows
         classified.where("status = 'E'")
         .select("record_id", "status", "reason")
         .unionByName(reduced.where("record_id IS NOT NULL").select("record_id", "status", "reason"))
-        .orderBy("record_id")
         .collect()
     )
     ranges = status_ranges(id_runs(classified), ((r.record_id, r.status) for r in exceptions))
@@ -172,6 +250,6 @@ def _cycle(
     report.notes = [(r.record_id, r.status, r.reason) for r in exceptions]
     if not settings.dry_run:
         phases.begin("writing statuses")
-        write_statuses(engine, log, ranges, settings.delete_processed)
+        source.acknowledge(ranges)
     phases.end()
     return report

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Settings:
-    db_url: str
+    db_url: str | None  # None: a change format read from a file
     schema: str = "indirect"
     log_table: str = "indirect_process"
     publisher_user: str | None = None  # None: the user in the URL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (section 3)
 
@@ -22,7 +23,11 @@ class Table:
     key_columns: tuple[str, ...]
 
     def column(self, name: str) -> Column | None:
-        return next((c for c in self.columns if c.name == name), None)
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Column]:
+        return {c.name: c for c in self.columns}
 
 
 @dataclass(frozen=True)

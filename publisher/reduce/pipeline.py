@@ -22,7 +22,7 @@ from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
 from publisher.model.events import Status
 from publisher.reduce.current import CELLS_TYPE
-from publisher.reduce.rules import Rejected, classify
+from publisher.reduce.rules import Classifier, Rejected
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -65,39 +65,35 @@ def classify_rows(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over the pending rows (event_log.PENDING_SCHEMA): CLASSIFIED_SCHEMA."""
     loopback_user = None if allow_loopback else publisher_user
+    classify = Classifier(catalogue)
+    unset = (None,) * 6  # event_type .. warning of a row that is not live
+
+    def classified(row: dict) -> tuple:  # in CLASSIFIED_COLUMNS order
+        ord_time = row["event_order"] if future_events else 0.0
+        head = (row["record_id"], ord_time)
+        if loopback_user is not None and row["perpetrator"] == loopback_user:
+            return head + unset + (row["table_name"], None, Status.DONE, None, None)
+        row["event_type"] = row["event_type_text"]
+        try:
+            event, pairs = classify(row)
+        except Rejected as exc:
+            return head + unset + (row["table_name"], None, Status.ERROR, str(exc), None)
+        key_pairs = None
+        if event.type in ev.QUERY_BACK:
+            key_pairs = [{"column": c, "value": v} for c, v in pairs]
+        return head + (
+            event.type, event.column, event.xds_type, event.old, event.new, event.warning,
+            row["table_name"], event.key, None, None, key_pairs,
+        )
 
     def classify_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out: dict[str, list] = {name: [] for name in _CLASSIFIED.names}
-            for row in batch.to_pylist():
-                row["event_type"] = row.pop("event_type_text")
-                ord_time = row["event_order"] if future_events else 0.0
-                kept = dict.fromkeys(_CLASSIFIED.names)
-                kept.update(
-                    record_id=row["record_id"], ord_time=ord_time, table_name=row["table_name"]
-                )
-                if loopback_user is not None and row["perpetrator"] == loopback_user:
-                    kept["status"] = Status.DONE
-                else:
-                    try:
-                        event, pairs = classify(row, catalogue)
-                    except Rejected as exc:
-                        kept.update(status=Status.ERROR, reason=str(exc))
-                    else:
-                        kept.update(
-                            canonical_key=event.key,
-                            event_type=event.type,
-                            column_name=event.column,
-                            xds_type=event.xds_type,
-                            old_text=event.old,
-                            new_text=event.new,
-                            warning=event.warning,
-                        )
-                        if event.type in ev.QUERY_BACK:
-                            kept["key_pairs"] = [{"column": c, "value": v} for c, v in pairs]
-                for name, value in kept.items():
-                    out[name].append(value)
-            yield pa.RecordBatch.from_pydict(out, schema=_CLASSIFIED)
+            rows = [classified(row) for row in batch.to_pylist()]
+            columns = zip(*rows) if rows else ([] for _ in _CLASSIFIED)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(list(c), type=f.type) for c, f in zip(columns, _CLASSIFIED)],
+                schema=_CLASSIFIED,
+            )
 
     return classify_batches
 

@@ -16,7 +16,7 @@ from typing import Any
 from grammar import TableKeyError, format_table_key, parse_table_key
 from publisher.model import events as ev
 from publisher.model import values
-from publisher.model.catalogue import Catalogue, Column
+from publisher.model.catalogue import Catalogue, Column, Table
 
 TRUE_WORDS = ("1", "true", "t", "y", "yes", "on")
 FALSE_WORDS = ("0", "false", "f", "n", "no", "off")
@@ -71,56 +71,68 @@ def _forbidden(name: str, text: object) -> None:
         raise Rejected(f"{name} has a character XML 1.0 cannot carry at position {position}")
 
 
-def classify(row: Mapping[str, Any], catalogue: Catalogue) -> tuple[Event, KeyPairs]:
-    """The event of one log row (its columns by their default names) and its key pairs;
-    Rejected, with the first reason, if it cannot be published."""
-    raw_type = row["event_type"]
-    if raw_type is None:
-        raise Rejected("event_type is NULL")
-    text = str(raw_type).strip(" ")
-    t = int(text) if TYPE_TEXT.search(text) else None
-    if t not in ev.KNOWN:
-        raise Rejected(f"unknown event_type {raw_type}")
-    for name in ("table_name", "table_key"):
-        if row[name] is None:
-            raise Rejected(f"{name} is NULL")
-    for name in ("table_key", "table_name", "column_name"):
-        _forbidden(name, row[name])
-    table_key, table_name, column_name = row["table_key"], row["table_name"], row["column_name"]
-    try:
-        pairs = parse_table_key(table_key)
-    except TableKeyError as exc:
-        raise Rejected(f"malformed table_key: {exc}") from None
-    table = catalogue.tables.get(table_name)
-    if table is None:
-        raise Rejected(f"table {table_name} is not in the published schema {catalogue.schema}")
-    if any(table.column(c) is None for c, _ in pairs):
-        raise Rejected(f"a table_key column is not a column of {table_name}")
-    for c, v in pairs:
-        if table.column(c).xds_type == values.INT and not KEY_INT.search(v):
-            raise Rejected(f"table_key value {v} of {c} is not an integer")
-    column = table.column(column_name) if column_name is not None else None
-    if t in ev.PER_FIELD and column_name is None:
-        raise Rejected(f"column_name is NULL for per-field event_type {t}")
-    if t in ev.PER_FIELD and column is None:
-        raise Rejected(f"column {column_name} is not in table {table_name}")
-    texts: dict[str, str | None] = {"old_value": None, "new_value": None}
-    for name, rendered in (("old_value", t == 2), ("new_value", t in ev.FIELD_NON_QUERY_BACK)):
-        raw = row[name]
-        if not rendered or raw is None:
-            continue
-        _forbidden(name, raw)
+class Classifier:
+    """What a log row is: ``classifier(row)`` gives its event and key pairs, or raises
+    Rejected with the first reason (the order of the checks is the order of the reasons).
+    No cache of keys: in a record_id range each object recurs too seldom to pay for one."""
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.catalogue = catalogue
+
+    def __call__(self, row: Mapping[str, Any]) -> tuple[Event, KeyPairs]:
+        raw_type = row["event_type"]
+        if raw_type is None:
+            raise Rejected("event_type is NULL")
+        text = str(raw_type).strip(" ")
+        t = int(text) if TYPE_TEXT.search(text) else None
+        if t not in ev.KNOWN:
+            raise Rejected(f"unknown event_type {raw_type}")
+        for name in ("table_name", "table_key"):
+            if row[name] is None:
+                raise Rejected(f"{name} is NULL")
+        for name in ("table_key", "table_name", "column_name"):
+            _forbidden(name, row[name])
+        table_key, table_name, column_name = row["table_key"], row["table_name"], row["column_name"]
+        table, pairs, canonical = self._checked_key(table_name, table_key)
+        column = table.column(column_name) if column_name is not None else None
+        if t in ev.PER_FIELD and column_name is None:
+            raise Rejected(f"column_name is NULL for per-field event_type {t}")
+        if t in ev.PER_FIELD and column is None:
+            raise Rejected(f"column {column_name} is not in table {table_name}")
+        texts: dict[str, str | None] = {"old_value": None, "new_value": None}
+        for name, rendered in (("old_value", t == 2), ("new_value", t in ev.FIELD_NON_QUERY_BACK)):
+            raw = row[name]
+            if not rendered or raw is None:
+                continue
+            _forbidden(name, raw)
+            try:
+                texts[name] = log_text(str(raw), column)
+            except ValueError:
+                raise Rejected(f"{name} {raw} is not a valid {column.xds_type} value") from None
+        warning = None
+        if canonical != table_key:
+            warning = f"table_key {table_key} is not canonical; published as {canonical}"
+        xds_type = column.xds_type if column is not None else None
+        event = Event(row["record_id"], t, column_name, xds_type, *texts.values(), warning, canonical)
+        return event, pairs
+
+    def _checked_key(self, table_name: str, table_key: str) -> tuple[Table, KeyPairs, str]:
+        """The table, the key's pairs and its canonical text; Rejected if the key is bad."""
         try:
-            texts[name] = log_text(str(raw), column)
-        except ValueError:
-            raise Rejected(f"{name} {raw} is not a valid {column.xds_type} value") from None
-    canonical = format_table_key(pairs)
-    warning = None
-    if canonical != table_key:
-        warning = f"table_key {table_key} is not canonical; published as {canonical}"
-    xds_type = column.xds_type if column is not None else None
-    event = Event(row["record_id"], t, column_name, xds_type, *texts.values(), warning, canonical)
-    return event, pairs
+            pairs = parse_table_key(table_key)
+        except TableKeyError as exc:
+            raise Rejected(f"malformed table_key: {exc}") from None
+        table = self.catalogue.tables.get(table_name)
+        if table is None:
+            raise Rejected(
+                f"table {table_name} is not in the published schema {self.catalogue.schema}"
+            )
+        if any(table.column(c) is None for c, _ in pairs):
+            raise Rejected(f"a table_key column is not a column of {table_name}")
+        for c, v in pairs:
+            if table.column(c).xds_type == values.INT and not KEY_INT.search(v):
+                raise Rejected(f"table_key value {v} of {c} is not an integer")
+        return table, pairs, format_table_key(pairs)
 
 
 def reduce_object(

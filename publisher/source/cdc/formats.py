@@ -1,0 +1,135 @@
+"""The change formats ``xdspub export --source`` reads, as data: what each needs (a file or
+pipe, or a database) and how its reader is opened.
+
+Each opener gives the events to publish and what to do once their documents are durable
+(save the qlik-ct position; nothing for the others, whose input is read whole)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, BinaryIO
+
+from publisher.errors import ConfigError
+
+if TYPE_CHECKING:  # the CLI reads FORMATS for --help: nothing heavy at import
+    from publisher.model.changes import ChangeEvent
+
+
+@dataclass(frozen=True)
+class ChangeOptions:
+    input: str | None = None  # a file, or - for standard input
+    db_url: str | None = None
+    schema: str | None = None  # where the change tables are (database formats)
+    keys: Mapping[str, Sequence[str]] = field(default_factory=dict)  # table -> key columns
+    tables: Mapping[int, str] = field(default_factory=dict)  # gbase8s: table id -> name
+
+
+@dataclass
+class ChangeInput:
+    events: Iterator[ChangeEvent]
+    delivered: Callable[[], None] = lambda: None  # after the documents are durable
+
+
+@contextmanager
+def _binary(path: str) -> Iterator[BinaryIO]:
+    if path == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        stream = open(path, "rb")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with stream:
+        yield stream
+
+
+def _gbase8s(options: ChangeOptions) -> ChangeInput:
+    from publisher.source.cdc import gbase8s
+
+    def events() -> Iterator[ChangeEvent]:
+        with _binary(options.input) as stream:
+            yield from gbase8s.read_changes(stream, options.tables, options.keys)
+
+    return ChangeInput(events())
+
+
+def _qlik_kafka(options: ChangeOptions) -> ChangeInput:
+    import io
+
+    from publisher.source.cdc import qlik_kafka
+
+    def events() -> Iterator[ChangeEvent]:
+        with _binary(options.input) as stream:
+            # JSON lines begin with a brace (after blanks); Avro envelopes with a length.
+            head = stream.peek(64).lstrip()
+            if head[:1] == b"{" or not head:
+                text = io.TextIOWrapper(stream, encoding="utf-8")
+                yield from qlik_kafka.read_changes(text)
+            else:
+                yield from qlik_kafka.read_changes(stream, message_format="avro")
+
+    return ChangeInput(events())
+
+
+def _qlik_ct(options: ChangeOptions) -> ChangeInput:
+    from publisher.source.cdc import qlik_ct
+
+    if options.input is not None:
+        return ChangeInput(iter(qlik_ct.read_files(options.input, options.keys or None)))
+    from publisher.source.database import connect
+
+    engine, _ = connect(options.db_url)
+    store = qlik_ct.PositionStore(engine, task=options.schema or "default", schema=options.schema)
+    batch = qlik_ct.read_database(engine, options.keys, store.load(), schema=options.schema)
+
+    def delivered() -> None:
+        if batch.position is not None:
+            store.save(batch.position)
+
+    return ChangeInput(iter(batch.events), delivered)
+
+
+def _openedge(options: ChangeOptions) -> ChangeInput:
+    from publisher.source.cdc import openedge
+    from publisher.source.database import connect
+
+    engine, _ = connect(options.db_url)
+    tables = [openedge.ChangeTable(name, tuple(keys)) for name, keys in options.keys.items()]
+    return ChangeInput(openedge.read_changes(engine, tables, schema=options.schema))
+
+
+@dataclass(frozen=True)
+class ChangeFormat:
+    name: str
+    reads: tuple[str, ...]  # what it can read from: "input", "db"
+    open: Callable[[ChangeOptions], ChangeInput]
+    needs_keys: bool  # the format itself does not name its tables' keys
+    needs_tables: bool = False
+
+
+FORMATS = {
+    f.name: f
+    for f in (
+        ChangeFormat("qlik-ct", ("input", "db"), _qlik_ct, needs_keys=False),
+        ChangeFormat("qlik-kafka", ("input",), _qlik_kafka, needs_keys=False),
+        ChangeFormat("openedge", ("db",), _openedge, needs_keys=True),
+        ChangeFormat("gbase8s", ("input",), _gbase8s, needs_keys=True, needs_tables=True),
+    )
+}
+
+
+def open_changes(name: str, options: ChangeOptions) -> ChangeInput:
+    """The reader of format ``name`` over ``options``; ConfigError when they do not fit."""
+    fmt = FORMATS[name]
+    given = [what for what, value in (("input", options.input), ("db", options.db_url)) if value]
+    if len(given) != 1 or given[0] not in fmt.reads:
+        wanted = " or ".join(f"--{what}" for what in fmt.reads)
+        raise ConfigError(f"--source {name} reads {wanted} (exactly one)")
+    if fmt.needs_keys and not options.keys:
+        raise ConfigError(f"--source {name} needs --keys TABLE=COL[+COL] for each table")
+    if fmt.needs_tables and not options.tables:
+        raise ConfigError(f"--source {name} needs --tables ID=NAME for each captured table")
+    return fmt.open(options)
