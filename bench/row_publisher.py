@@ -29,7 +29,7 @@ from publisher.errors import SinkError, XdspubError
 from publisher.model import events as ev
 from publisher.model import values
 from publisher.model.catalogue import Column, Table
-from publisher.reduce.rules import Cell, Event, Rejected, attrs_of, classify, reduce_object
+from publisher.reduce.rules import Cell, Classifier, Event, Rejected, attrs_of, reduce_object
 from publisher.render.xds import command_element, command_xml, envelope
 from publisher.settings import Settings
 from publisher.source.database import connect
@@ -121,6 +121,7 @@ def publish(settings: Settings, out: str) -> int:
         .where(c("status") == ev.Status.NEW)
         .order_by(c("record_id"))
     )
+    classify = Classifier(catalogue)
     statuses: dict[int, tuple[str, str | None]] = {}  # record_id: (letter, reason)
     objects: dict[tuple[str, str], tuple[list, list[Event]]] = {}  # (table, key): (pairs, events)
     commands: list[tuple[int, bytes]] = []
@@ -131,7 +132,7 @@ def publish(settings: Settings, out: str) -> int:
                 statuses[row.record_id] = (ev.Status.DONE, None)
                 continue
             try:
-                event, pairs = classify(row._mapping, catalogue)
+                event, pairs = classify(row._mapping)
             except Rejected as exc:
                 statuses[row.record_id] = (ev.Status.ERROR, str(exc))
                 continue

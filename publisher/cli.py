@@ -166,7 +166,8 @@ def _require_db(options: dict[str, Any]) -> None:
 @_option("--input", "input_path", help="Change file, or - for standard input (change formats).")
 @_option("--keys", multiple=True, metavar="TABLE=COL[+COL]",
          help="Key columns of a table, where the format does not name them.")
-@_option("--tables", multiple=True, metavar="ID=NAME", help="gbase8s: captured table id and name.")
+@_option("--tables", multiple=True, metavar="ID=NAME",
+         help="Table numbers: gbase8s's captured ids, OpenEdge's _Source-Table-Number.")
 def export(
     out: str,
     quiet: bool,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, BinaryIO
 from publisher.errors import ConfigError
 
 if TYPE_CHECKING:  # the CLI reads FORMATS for --help: nothing heavy at import
+    import sqlalchemy as sa
+
     from publisher.model.changes import ChangeEvent
 
 
@@ -24,7 +26,8 @@ class ChangeOptions:
     db_url: str | None = None
     schema: str | None = None  # where the change tables are (database formats)
     keys: Mapping[str, Sequence[str]] = field(default_factory=dict)  # table -> key columns
-    tables: Mapping[int, str] = field(default_factory=dict)  # gbase8s: table id -> name
+    # gbase8s: table id -> name; openedge: _Source-Table-Number -> name (shared tracking)
+    tables: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,16 +77,22 @@ def _qlik_kafka(options: ChangeOptions) -> ChangeInput:
     return ChangeInput(events())
 
 
+def _database(options: ChangeOptions) -> tuple[sa.Engine, str | None]:
+    """The engine, and the schema of the change tables (None where there are no schemas)."""
+    from publisher.source.database import connect
+
+    engine, dialect = connect(options.db_url)
+    return engine, options.schema if dialect.has_schemas else None
+
+
 def _qlik_ct(options: ChangeOptions) -> ChangeInput:
     from publisher.source.cdc import qlik_ct
 
     if options.input is not None:
         return ChangeInput(iter(qlik_ct.read_files(options.input, options.keys or None)))
-    from publisher.source.database import connect
-
-    engine, _ = connect(options.db_url)
-    store = qlik_ct.PositionStore(engine, task=options.schema or "default", schema=options.schema)
-    batch = qlik_ct.read_database(engine, options.keys, store.load(), schema=options.schema)
+    engine, schema = _database(options)
+    store = qlik_ct.PositionStore(engine, task=schema or "default", schema=schema)
+    batch = qlik_ct.read_database(engine, options.keys, store.load(), schema=schema)
 
     def delivered() -> None:
         if batch.position is not None:
@@ -94,11 +103,14 @@ def _qlik_ct(options: ChangeOptions) -> ChangeInput:
 
 def _openedge(options: ChangeOptions) -> ChangeInput:
     from publisher.source.cdc import openedge
-    from publisher.source.database import connect
 
-    engine, _ = connect(options.db_url)
-    tables = [openedge.ChangeTable(name, tuple(keys)) for name, keys in options.keys.items()]
-    return ChangeInput(openedge.read_changes(engine, tables, schema=options.schema))
+    engine, schema = _database(options)
+    numbers = {name: number for number, name in options.tables.items()}
+    tables = [
+        openedge.ChangeTable(name, tuple(keys), table_number=numbers.get(name))
+        for name, keys in options.keys.items()
+    ]
+    return ChangeInput(openedge.read_changes(engine, tables, schema=schema))
 
 
 @dataclass(frozen=True)
