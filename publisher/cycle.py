@@ -221,10 +221,11 @@ def _cycle(
     def read(table, key_names, wanted):
         return source.read_current(spark, table, key_names, wanted)
 
-    phases.begin("reducing and rendering", rows=classified.count())
+    rows = classified.count()
+    phases.begin("reducing and rendering", rows=rows)
     state = current_state(spark, p.query_back_requests(classified), source.catalogue, read)
     reduced = (
-        p.by_object(classified, state)
+        p.by_object(classified, state, rows)
         .mapInArrow(object_pass(settings.schema), REDUCED_SCHEMA)
         .localCheckpoint(eager=True)
     )

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 OBJECT = ("table_name", "canonical_key")
+ROWS_PER_TASK = 250_000  # rows of one object-pass task, at most
 # What a live event carries to the object pass, and what its object's current row does.
 EVENT_COLUMNS = (
     ("record_id", "BIGINT"),
@@ -107,11 +108,16 @@ def query_back_requests(classified: DataFrame) -> DataFrame:
     )
 
 
-def by_object(classified: DataFrame, state: DataFrame) -> DataFrame:
+def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:
     """The live rows with, first in each object, its current row (current.STATE_SCHEMA;
     ``found`` not NULL marks it): one shuffle by object, each object's rows together and
-    in processing order."""
+    in processing order. ``rows`` (how many were classified) sizes the partitions."""
     from pyspark.sql import functions as F
+
+    # A fixed count, a multiple of the cores: left to itself Spark merges small shuffle
+    # partitions, and 3 tasks on 2 cores leave one core idle for a third of the pass.
+    cores = classified.sparkSession.sparkContext.defaultParallelism
+    partitions = cores * max(2, -(-rows // (ROWS_PER_TASK * cores)))
 
     def nulls(columns: tuple[tuple[str, str], ...]) -> list:
         return [F.lit(None).cast(kind).alias(name) for name, kind in columns]
@@ -123,6 +129,6 @@ def by_object(classified: DataFrame, state: DataFrame) -> DataFrame:
     current = state.select(*OBJECT, *nulls(EVENT_COLUMNS), "found", "cells")
     return (
         live.unionByName(current)
-        .repartition(*OBJECT)
+        .repartition(partitions, *OBJECT)
         .sortWithinPartitions(*OBJECT, F.col("found").asc_nulls_last(), "ord_time", "record_id")
     )
