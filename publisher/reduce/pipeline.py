@@ -23,6 +23,7 @@ from publisher.model.catalogue import Catalogue
 from publisher.model.events import Status
 from publisher.reduce.current import CELLS_TYPE
 from publisher.reduce.rules import Classifier, Rejected
+from publisher.reduce.vectorised import FastPath
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -62,11 +63,18 @@ _CLASSIFIED = pa.schema([(name, _ARROW[kind]) for name, kind in CLASSIFIED_COLUM
 
 
 def classify_rows(
-    catalogue: Catalogue, publisher_user: str | None, allow_loopback: bool, future_events: bool
+    catalogue: Catalogue,
+    publisher_user: str | None,
+    allow_loopback: bool,
+    future_events: bool,
+    vectorised: bool = True,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body over the pending rows (event_log.PENDING_SCHEMA): CLASSIFIED_SCHEMA."""
+    """mapInArrow body over the pending rows (event_log.PENDING_SCHEMA): CLASSIFIED_SCHEMA.
+    The common rows are classified with pyarrow (vectorised.FastPath), the others by the
+    rules; ``vectorised=False`` sends every row to the rules (the tests compare the two)."""
     loopback_user = None if allow_loopback else publisher_user
     classify = Classifier(catalogue)
+    fast = FastPath(catalogue, loopback_user, future_events, _CLASSIFIED) if vectorised else None
     unset = (None,) * 6  # event_type .. warning of a row that is not live
 
     def classified(row: dict) -> tuple:  # in CLASSIFIED_COLUMNS order
@@ -89,6 +97,9 @@ def classify_rows(
 
     def classify_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
+            if fast is not None:
+                done, batch = fast.split(batch)
+                yield from done
             rows = [classified(row) for row in batch.to_pylist()]
             columns = zip(*rows) if rows else ([] for _ in _CLASSIFIED)
             yield pa.RecordBatch.from_arrays(
