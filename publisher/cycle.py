@@ -203,6 +203,7 @@ def _cycle(
     from publisher.reduce.current import current_state
     from publisher.reduce.status_ranges import id_runs, status_ranges
     from publisher.render.object_pass import REDUCED_SCHEMA, object_pass
+    from pyspark.sql import functions as F
 
     started = time.monotonic()
     spark = spark_session(settings.spark_master)
@@ -221,7 +222,7 @@ def _cycle(
     def read(table, key_names, wanted):
         return source.read_current(spark, table, key_names, wanted)
 
-    rows = classified.count()
+    rows, low, high = classified.agg(F.count("*"), F.min("record_id"), F.max("record_id")).first()
     phases.begin("reducing and rendering", rows=rows)
     state = current_state(spark, p.query_back_requests(classified), source.catalogue, read)
     reduced = (
@@ -244,7 +245,9 @@ def _cycle(
         .unionByName(reduced.where("record_id IS NOT NULL").select("record_id", "status", "reason"))
         .collect()
     )
-    ranges = status_ranges(id_runs(classified), ((r.record_id, r.status) for r in exceptions))
+    # As many rows as record_ids from the first to the last: one run, no need to look.
+    runs = [(low, high)] if rows and rows == high - low + 1 else id_runs(classified)
+    ranges = status_ranges(runs, ((r.record_id, r.status) for r in exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1
     report.rows = sum(report.by_status.values())

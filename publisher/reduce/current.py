@@ -88,10 +88,15 @@ def _state_of(
 def current_state(
     spark: SparkSession, requests: DataFrame, catalogue: Catalogue, read: ReadTable
 ) -> DataFrame:
-    """One row per request (table_name, canonical_key, key_pairs): STATE_SCHEMA."""
+    """One row per requested object (``requests``: table_name, canonical_key, key_pairs,
+    an object once or more): STATE_SCHEMA."""
     key_names = F.transform("key_pairs", lambda p: p["column"])
+    # An estimate, in one pass without a shuffle of the requests: it only says whether the
+    # keys are worth collecting; their exact count decides between a keyed and a whole read.
     shapes = (
-        requests.groupBy("table_name", key_names.alias("key_names")).count().collect()
+        requests.groupBy("table_name", key_names.alias("key_names"))
+        .agg(F.approx_count_distinct("canonical_key").alias("objects"))
+        .collect()
     )
     parts = []
     for shape in shapes:
@@ -108,10 +113,11 @@ def current_state(
             "canonical_key",
             F.concat_ws(_SEPARATOR, *values_text).alias("match"),
             F.array(*values_text).alias("key_values"),
-        )
+        ).dropDuplicates(["canonical_key"])
         keys = None
-        if shape["count"] <= KEYED_READ_LIMIT:
-            keys = [tuple(r.key_values) for r in wanted.select("key_values").collect()]
+        if shape.objects <= 2 * KEYED_READ_LIMIT:
+            found = [tuple(r.key_values) for r in wanted.select("key_values").collect()]
+            keys = found if len(found) <= KEYED_READ_LIMIT else None
         parts.append(_state_of(table, names, wanted.drop("key_values"), read(table, names, keys)))
     if not parts:
         return spark.createDataFrame([], STATE_SCHEMA)

@@ -111,11 +111,10 @@ def classify_rows(
 
 
 def query_back_requests(classified: DataFrame) -> DataFrame:
-    """(table_name, canonical_key, key_pairs) of every object a live event queries back."""
-    return (
-        classified.where(classified.status.isNull() & classified.key_pairs.isNotNull())
-        .select(*OBJECT, "key_pairs")
-        .dropDuplicates(list(OBJECT))
+    """(table_name, canonical_key, key_pairs) of the live query-back events: every object
+    they query back, once or more (current_state keeps one of each)."""
+    return classified.where(classified.status.isNull() & classified.key_pairs.isNotNull()).select(
+        *OBJECT, "key_pairs"
     )
 
 
