@@ -44,4 +44,20 @@ def spark_session(master: str = "local[*]") -> SparkSession:
         builder = builder.config("spark.driver.host", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _warm_up(spark)
     return spark
+
+
+def _loaded(batches):
+    """mapInArrow body: nothing, once the executor's Python has what a cycle imports."""
+    import publisher.reduce.pipeline  # noqa: F401
+    import publisher.render.object_pass  # noqa: F401
+
+    yield from batches
+
+
+def _warm_up(spark: SparkSession) -> None:
+    """One task per core through the Python workers: a fresh JVM compiles its hot paths
+    and forks its workers on its first jobs, a cost of starting, not of the first cycle."""
+    cores = spark.sparkContext.defaultParallelism
+    spark.range(0, cores, numPartitions=cores).mapInArrow(_loaded, "id BIGINT").collect()
