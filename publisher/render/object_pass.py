@@ -38,18 +38,11 @@ def _read_back(state: dict | None) -> Callable[[], tuple[list[Cell] | None, dict
     return lambda: (cells, errors)
 
 
-def _event(row: dict) -> Event:
-    return Event(
-        row["record_id"],
-        row["event_type"],
-        row["column_name"],
-        row["xds_type"],
-        row["old_text"],
-        row["new_text"],
-        row["warning"],
-        row["canonical_key"],
-        row["ord_time"],
-    )
+# The columns of pipeline.by_object that make an Event, in its fields' order.
+_EVENT_FIELDS = (
+    "record_id", "event_type", "column_name", "xds_type", "old_text", "new_text", "warning",
+    "canonical_key", "ord_time",
+)
 
 
 def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -82,16 +75,19 @@ def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa
         state: dict | None = None
         events: list[Event] = []
         for batch in batches:
-            for row in batch.to_pylist():
-                obj = (row["table_name"], row["canonical_key"])
+            # Column by column: a dict per row costs more than the rules themselves.
+            column = batch.column
+            objects = zip(column("table_name").to_pylist(), column("canonical_key").to_pylist())
+            fields = zip(*(column(name).to_pylist() for name in _EVENT_FIELDS))
+            for index, (obj, found, event) in enumerate(zip(objects, column("found").to_pylist(), fields)):
                 if obj != current:
                     if events:
                         publish(current, state, events)
                     current, state, events = obj, None, []
-                if row["found"] is not None:
-                    state = row
+                if found is not None:
+                    state = {"found": found, "cells": column("cells")[index].as_py()}
                 else:
-                    events.append(_event(row))
+                    events.append(Event(*event))
             if len(out["cmd_id"]) >= _BATCH_ROWS:
                 yield pa.RecordBatch.from_pydict(out, schema=_REDUCED)
                 out = {name: [] for name in out}

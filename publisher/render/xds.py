@@ -51,7 +51,7 @@ def command_element(
     kind: str, class_name: str, event_id: int, association: str, attrs: Sequence[dict] | None
 ) -> etree._Element:
     """One add, modify or delete element."""
-    command = copy.deepcopy(_skeleton(kind))
+    command = _skeleton(kind).__copy__()  # whole, as lxml copies; copy.deepcopy only adds cost
     command.set("class-name", class_name)
     command.set("event-id", str(event_id))
     command.find("association").text = association
