@@ -184,6 +184,10 @@ def export(
     from publisher.settings import Settings
 
     if source == "eventlog":
+        named = (("--input", input_path), ("--keys", keys), ("--tables", tables))
+        given = [name for name, value in named if value]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} go with --source FORMAT, not the event log.")
         _require_db(options)
         report = run_export(Settings(**options), out, progress_for(quiet))
     else:
@@ -196,6 +200,7 @@ def export(
             schema=options["schema"] if options["db_url"] else None,
             keys=_pairs(keys, "--keys", value=lambda v: v.split("+")),
             tables=_pairs(tables, "--tables", key=int),
+            limit=options["query_limit"],
         )
         changes = open_changes(source, change_options)
         report = export_changes(Settings(**options), changes, out, progress_for(quiet))

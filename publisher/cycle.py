@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
-from publisher.errors import PublisherBusy
+from publisher.errors import ConfigError, PublisherBusy
 from publisher.delivery.status import write_statuses
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.events import Status, StatusRange
@@ -105,6 +105,11 @@ def export_changes(
 ) -> CycleReport:
     """``xdspub export --source FORMAT``: the events of a change stream, as one cycle; the
     stream's position is saved only once the documents are durable."""
+    folder = Path(out)
+    if folder.suffix != ".xml" and folder.is_dir() and any(folder.glob("*.xml")):
+        # Documents are named by their first event's place in the stream, which starts at
+        # 1 each run: an earlier run's documents would be overwritten.
+        raise ConfigError(f"{out} holds documents already: give change formats an empty folder")
     sink = open_sink(out, settings.batch_size)
     with tempfile.TemporaryDirectory(prefix="xdspub-changes-") as directory:
         staged = stage_changes(changes.events, Path(directory), settings.schema)

@@ -65,6 +65,20 @@ def test_gbase8s_from_a_pipe(tmp_path, spark) -> None:
     assert commands(out) == SEED_004_XDS
 
 
+def test_a_folder_with_documents_is_refused(tmp_path) -> None:
+    """Change formats name documents by the event's place in the stream, from 1 each run."""
+    stream, folder = tmp_path / "seed004.cdc", tmp_path / "docs"
+    stream.write_bytes(SEED_004)
+    folder.mkdir()
+    (folder / "00000000000000000001.xml").write_text("earlier")
+    result = CliRunner().invoke(cli, [
+        "export", "--source", "gbase8s", "--input", str(stream), "--tables", "111=t1",
+        "--keys", "t1=c1", "--out", str(folder),
+    ])
+    assert result.exit_code == 2 and "holds documents already" in result.output
+    assert (folder / "00000000000000000001.xml").read_text() == "earlier"
+
+
 def test_truncated_stream_names_the_byte_and_publishes_nothing(tmp_path, spark) -> None:
     stream = tmp_path / "cut.cdc"
     stream.write_bytes(SEED_004[:-3])
@@ -181,6 +195,9 @@ def test_each_format_says_what_it_needs(tmp_path) -> None:
         (("--source", "qlik-kafka", "--db", "sqlite://"), "reads --input"),
         (("--source", "qlik-ct",), "reads --input or --db"),
         (("--source", "gbase8s", "--input", "x", "--tables", "t=t1"), "is not NAME=VALUE"),
+        (("--source", "qlik-ct", "--db", "sqlite://"), "needs --keys"),
+        (("--source", "qlik-ct", "--input", "-"), "not standard input"),
+        (("--input", "x", "--db", "sqlite://"), "--input go with --source FORMAT"),
         ((), "Missing option '--db'"),
     ):
         code, output, out = export(tmp_path, *args)

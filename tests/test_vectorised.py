@@ -89,3 +89,4 @@ def test_common_rows_take_the_fast_path() -> None:
     run = classify_rows(CATALOGUE, PUBLISHER, False, False)
     out = list(run(iter([batch])))
     assert [b.num_rows for b in out] == [1, 0]  # the fast batch, then an empty rest
+

@@ -20,9 +20,10 @@ from publisher.model.catalogue import Catalogue, Column, Table
 
 TRUE_WORDS = ("1", "true", "t", "y", "yes", "on")
 FALSE_WORDS = ("0", "false", "f", "n", "no", "off")
-DIGITS = re.compile(r"^-?[0-9]+$")
-KEY_INT = re.compile(r"^-?[0-9]{1,18}$")
-TYPE_TEXT = re.compile(r"^[0-9]{1,9}$")
+# \Z, not $: a trailing newline is not part of a number.
+DIGITS = re.compile(r"^-?[0-9]+\Z")
+KEY_INT = re.compile(r"^-?[0-9]{1,18}\Z")
+TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
 Cell = tuple[str, str, "str | None"]  # (column, xds_type, text) of a row read back
 KeyPairs = list[tuple[str, str]]
 # A query-back's read: the current row's non-key cells (None: vanished) and each bad

@@ -61,6 +61,8 @@ def status_ranges(
     for low, high in runs:
         while exception is not None and exception[0] <= high:
             record_id, letter = exception
+            if record_id < low:  # a row that was not read: never mark around it
+                raise ValueError(f"record_id {record_id} is not among the rows read")
             if low < record_id:
                 add(Status.DONE, low, record_id - 1)
             add(letter, record_id, record_id)
@@ -68,4 +70,6 @@ def status_ranges(
             exception = next(pending, None)
         if low <= high:
             add(Status.DONE, low, high)
+    if exception is not None:
+        raise ValueError(f"record_id {exception[0]} is not among the rows read")
     return ranges

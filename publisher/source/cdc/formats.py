@@ -28,6 +28,7 @@ class ChangeOptions:
     keys: Mapping[str, Sequence[str]] = field(default_factory=dict)  # table -> key columns
     # gbase8s: table id -> name; openedge: _Source-Table-Number -> name (shared tracking)
     tables: Mapping[int, str] = field(default_factory=dict)
+    limit: int | None = None  # qlik-ct from a database: change_seq values a run reads
 
 
 @dataclass
@@ -66,10 +67,11 @@ def _qlik_kafka(options: ChangeOptions) -> ChangeInput:
 
     def events() -> Iterator[ChangeEvent]:
         with _binary(options.input) as stream:
-            # JSON lines begin with a brace (after blanks); Avro envelopes with a length.
-            head = stream.peek(64).lstrip()
+            # JSON lines begin with a brace (after blanks, or a BOM); Avro envelopes with a
+            # length.
+            head = stream.peek(64).removeprefix(b"\xef\xbb\xbf").lstrip()
             if head[:1] == b"{" or not head:
-                text = io.TextIOWrapper(stream, encoding="utf-8")
+                text = io.TextIOWrapper(stream, encoding="utf-8-sig")
                 yield from qlik_kafka.read_changes(text)
             else:
                 yield from qlik_kafka.read_changes(stream, message_format="avro")
@@ -88,11 +90,17 @@ def _database(options: ChangeOptions) -> tuple[sa.Engine, str | None]:
 def _qlik_ct(options: ChangeOptions) -> ChangeInput:
     from publisher.source.cdc import qlik_ct
 
+    if options.input == "-":
+        raise ConfigError("--source qlik-ct reads change-table files or a folder, not standard input")
     if options.input is not None:
         return ChangeInput(iter(qlik_ct.read_files(options.input, options.keys or None)))
+    if not options.keys:
+        raise ConfigError("--source qlik-ct --db needs --keys TABLE=COL[+COL] for each change table")
     engine, schema = _database(options)
     store = qlik_ct.PositionStore(engine, task=schema or "default", schema=schema)
-    batch = qlik_ct.read_database(engine, options.keys, store.load(), schema=schema)
+    batch = qlik_ct.read_database(
+        engine, options.keys, store.load(), limit=options.limit, schema=schema
+    )
 
     def delivered() -> None:
         if batch.position is not None:
