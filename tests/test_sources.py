@@ -165,24 +165,33 @@ def test_qlik_ct_database_position_is_saved_only_after_delivery(tmp_path, spark)
 # --- openedge --------------------------------------------------------------------------
 
 
-def test_openedge_database(tmp_path, spark) -> None:
+def test_openedge_database_and_its_saved_positions(tmp_path, spark) -> None:
     cdc = Cdc(f"sqlite:///{tmp_path / 'cdc.db'}")
     customer = cdc.customer()
     cdc.change(customer, 1, 1, ANNA)
     cdc.change(customer, 2, 2, ANNA)
-    code, output, out = export(
-        tmp_path, "--source", "openedge", "--db", str(cdc.engine.url), "--keys",
-        "Customer=CustNum", "--tables", "1=Customer",
-    )
-    cdc.drop()
-    assert code == 0, output
+    args = ("--source", "openedge", "--db", str(cdc.engine.url), "--keys", "Customer=CustNum",
+            "--tables", "1=Customer")
+
+    def published(*extra: str) -> list[tuple]:
+        code, output, out = export(tmp_path, *args, *extra)
+        assert code == 0, output
+        return commands(out)
+
     association = "CustNum=7,table=Customer,schema=indirect"
-    assert commands(out) == [
+    assert published("--dry-run") == published() == [
         ("add", "Customer", association,
          (("Name", "add-attr", "Anna"), ("Phone##1", "add-attr", "555-1"),
           ("Photo", "add-attr", "AP8="), ("Rating", "add-attr", "3"))),
         ("delete", "Customer", association, ()),
     ]
+    assert published() == []  # the positions were saved after delivery
+    cdc.change(customer, 3, 1, {**ANNA, "CustNum": 8, "Phone##1": None, "Photo": None})
+    assert published() == [
+        ("add", "Customer", "CustNum=8,table=Customer,schema=indirect",
+         (("Name", "add-attr", "Anna"), ("Rating", "add-attr", "3"))),
+    ]
+    cdc.drop()
 
 
 # --- options ---------------------------------------------------------------------------

@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # the CLI reads FORMATS for --help: nothing heavy at import
     from publisher.model.changes import ChangeEvent
 
 
+OPENEDGE_POSITIONS = "xdspub_openedge_position"
+
+
 @dataclass(frozen=True)
 class ChangeOptions:
     input: str | None = None  # a file, or - for standard input
@@ -111,6 +114,7 @@ def _qlik_ct(options: ChangeOptions) -> ChangeInput:
 
 def _openedge(options: ChangeOptions) -> ChangeInput:
     from publisher.source.cdc import openedge
+    from publisher.source.cdc.positions import PositionStore
 
     engine, schema = _database(options)
     numbers = {name: number for number, name in options.tables.items()}
@@ -118,7 +122,22 @@ def _openedge(options: ChangeOptions) -> ChangeInput:
         openedge.ChangeTable(name, tuple(keys), table_number=numbers.get(name))
         for name, keys in options.keys.items()
     ]
-    return ChangeInput(openedge.read_changes(engine, tables, schema=schema))
+    # The last _Change-Sequence delivered, per table; the reader advances the mapping as
+    # it hands changes over, and it is saved once their documents are durable.
+    stores = {
+        t.name: PositionStore(
+            engine, f"{schema or 'default'}.{t.name}", table=OPENEDGE_POSITIONS, schema=schema
+        )
+        for t in tables
+    }
+    positions = {n: int(p) for n, store in stores.items() if (p := store.load()) is not None}
+
+    def delivered() -> None:
+        for name, position in positions.items():
+            stores[name].save(str(position))
+
+    events = openedge.read_changes(engine, tables, schema=schema, positions=positions)
+    return ChangeInput(events, delivered)
 
 
 @dataclass(frozen=True)

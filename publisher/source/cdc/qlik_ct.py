@@ -35,6 +35,7 @@ from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.model.values import OCTET, STATE, STRING, xds_text
 from publisher.source.cdc.qlik_kafka import BINARY_TYPES
+from publisher.source.cdc import positions
 from publisher.source.cdc.qlik_mask import (
     BYTE_ORDERS,
     ByteOrder,
@@ -423,10 +424,9 @@ class ChangeTableDatabase:
         return sorted(found)[:limit][-1] if found else None
 
 
-class PositionStore:
-    """The change_seq a task's output has been delivered up to, kept in a table of the
-    change tables' database (created if missing). Save only after delivery: a crash then
-    replays the last batch, it never skips one."""
+class PositionStore(positions.PositionStore):
+    """The change_seq a task's output has been delivered up to (positions.PositionStore,
+    in POSITION_TABLE unless told)."""
 
     def __init__(
         self,
@@ -436,29 +436,12 @@ class PositionStore:
         table: str = POSITION_TABLE,
         schema: str | None = None,
     ) -> None:
-        self._engine, self._task = engine, task
-        self._table = sa.Table(
-            table, sa.MetaData(),
-            sa.Column("task", sa.String(200), primary_key=True),
-            sa.Column("change_seq", sa.String(35), nullable=False),
-            schema=schema,
-        )
-        self._table.create(engine, checkfirst=True)
-
-    def load(self) -> str | None:
-        """The saved position, None before the first save."""
-        query = sa.select(self._table.c.change_seq).where(self._table.c.task == self._task)
-        with self._engine.connect() as conn:
-            return conn.execute(query).scalar()
+        super().__init__(engine, task, table=table, schema=schema)
 
     def save(self, position: str) -> None:
         if _checked_position(position) is None:
             raise ConfigError("a position to save is a change_seq, not None")
-        t = self._table
-        with self._engine.begin() as conn:
-            update = t.update().where(t.c.task == self._task).values(change_seq=position)
-            if conn.execute(update).rowcount == 0:
-                conn.execute(t.insert().values(task=self._task, change_seq=position))
+        super().save(position)
 
 
 def read_database(
