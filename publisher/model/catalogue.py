@@ -36,11 +36,3 @@ class Catalogue:
 
     schema: str
     tables: dict[str, Table]
-
-    def column_rows(self) -> list[tuple[str, str, int, str, bool]]:
-        """(table_name, column_name, ordinal, xds_type, is_char) of every column."""
-        return [
-            (t.name, c.name, c.ordinal, c.xds_type, c.is_char)
-            for t in self.tables.values()
-            for c in t.columns
-        ]

@@ -8,14 +8,6 @@ from dataclasses import dataclass
 from grammar import format_table_key
 from publisher.model.events import EventType
 
-# What the readers emit: the event log's per-field and row events without query-back.
-READER_EVENT_TYPES = (
-    EventType.INSERT_FIELD,
-    EventType.UPDATE_FIELD,
-    EventType.UPDATE_FIELD_REMOVE_ALL,
-    EventType.DELETE_ROW,
-)
-
 
 @dataclass(frozen=True)
 class ChangeEvent:

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
+from publisher.model.columns import KEY_PAIRS, arrow_schema, ddl
 from publisher.model.events import Status
 from publisher.reduce.current import CELLS_TYPE
 from publisher.reduce.rules import Classifier, Rejected
@@ -42,24 +43,16 @@ EVENT_COLUMNS = (
     ("warning", "STRING"),
 )
 STATE_COLUMNS = (("found", "BOOLEAN"), ("cells", CELLS_TYPE))
-_KEY_PAIRS = "ARRAY<STRUCT<column: STRING, value: STRING>>"
 CLASSIFIED_COLUMNS = (
     *EVENT_COLUMNS,
     ("table_name", "STRING"),
     ("canonical_key", "STRING"),
     ("status", "STRING"),  # NULL: live; S: loopback; E: rejected
     ("reason", "STRING"),
-    ("key_pairs", _KEY_PAIRS),  # query-back events only: what current_state looks up
+    ("key_pairs", KEY_PAIRS),  # query-back events only: what current_state looks up
 )
-CLASSIFIED_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in CLASSIFIED_COLUMNS)
-_ARROW = {
-    "BIGINT": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "INT": pa.int32(),
-    "STRING": pa.string(),
-    _KEY_PAIRS: pa.list_(pa.struct([("column", pa.string()), ("value", pa.string())])),
-}
-_CLASSIFIED = pa.schema([(name, _ARROW[kind]) for name, kind in CLASSIFIED_COLUMNS])
+CLASSIFIED_SCHEMA = ddl(CLASSIFIED_COLUMNS)
+_CLASSIFIED = arrow_schema(CLASSIFIED_COLUMNS)
 
 
 def classify_rows(

@@ -11,22 +11,21 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from publisher.model import events as ev
+from publisher.model.columns import arrow_schema, ddl
 from publisher.reduce.rules import Cell, Event, attrs_of, reduce_object
 from publisher.render.xds import command_element, command_xml
 
 REDUCED_COLUMNS = (
-    ("cmd_time", pa.float64()),
-    ("cmd_id", pa.int64()),
-    ("xml", pa.binary()),
-    ("record_id", pa.int64()),
-    ("status", pa.string()),
-    ("reason", pa.string()),
+    ("cmd_time", "DOUBLE"),
+    ("cmd_id", "BIGINT"),
+    ("xml", "BINARY"),
+    ("record_id", "BIGINT"),
+    ("status", "STRING"),
+    ("reason", "STRING"),
 )
 _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
-REDUCED_SCHEMA = (
-    "cmd_time DOUBLE, cmd_id BIGINT, xml BINARY, record_id BIGINT, status STRING, reason STRING"
-)
-_REDUCED = pa.schema(REDUCED_COLUMNS)
+REDUCED_SCHEMA = ddl(REDUCED_COLUMNS)
+_REDUCED = arrow_schema(REDUCED_COLUMNS)
 
 
 def _read_back(state: dict | None) -> Callable[[], tuple[list[Cell] | None, dict[str, str]]]:

@@ -19,21 +19,11 @@ import pyarrow.parquet as pq
 from publisher.model import values
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.model.changes import ChangeEvent
+from publisher.model.columns import arrow_schema
+from publisher.source.event_log import PENDING_COLUMNS
 
 CHUNK_ROWS = 50_000
-_ROWS = pa.schema(
-    [
-        ("record_id", pa.int64()),
-        ("table_key", pa.string()),
-        ("event_type_text", pa.string()),
-        ("event_order", pa.float64()),
-        ("perpetrator", pa.string()),
-        ("table_name", pa.string()),
-        ("column_name", pa.string()),
-        ("old_value", pa.string()),
-        ("new_value", pa.string()),
-    ]
-)
+_ROWS = arrow_schema(PENDING_COLUMNS)
 
 
 @dataclass(frozen=True)

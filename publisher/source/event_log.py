@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
+from publisher.model.columns import ddl
 from publisher.model.events import EVENT_LOG_COLUMNS, Status
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
@@ -18,11 +19,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # What the JDBC read yields, whatever types the database reports.
-PENDING_SCHEMA = (
-    "record_id BIGINT, table_key STRING, event_type_text STRING, event_order DOUBLE, "
-    "perpetrator STRING, table_name STRING, column_name STRING, old_value STRING, "
-    "new_value STRING"
+PENDING_COLUMNS = (
+    ("record_id", "BIGINT"),
+    ("table_key", "STRING"),
+    ("event_type_text", "STRING"),
+    ("event_order", "DOUBLE"),
+    ("perpetrator", "STRING"),
+    ("table_name", "STRING"),
+    ("column_name", "STRING"),
+    ("old_value", "STRING"),
+    ("new_value", "STRING"),
 )
+PENDING_SCHEMA = ddl(PENDING_COLUMNS)
 
 
 @dataclass(frozen=True)
