@@ -31,7 +31,7 @@ from publisher.model import events as ev
 from publisher.model import values
 from publisher.model.catalogue import Column, Table
 from publisher.reduce.rules import Cell, Classifier, Event, Rejected, attrs_of, reduce_object
-from publisher.render.xds import command_element, command_xml, envelope
+from publisher.render.xds import command_xml, envelope
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log
@@ -147,8 +147,8 @@ def publish(settings: Settings, out: str) -> int:
                 attrs = attrs_of(run)
                 if kind == ev.MODIFY and not attrs:
                     continue  # nothing to say, e.g. a query-back of a vanished row
-                command = command_element(kind, table_name, run[0].record_id, association, attrs)
-                commands.append((run[0].record_id, command_xml(command)))
+                xml = command_xml(kind, table_name, run[0].record_id, association, attrs)
+                commands.append((run[0].record_id, xml))
     commands.sort(key=lambda command: command[0])  # each at its first event's position
     documents = write_documents(out, settings.batch_size, commands)
     if not settings.dry_run:  # the documents are durable: now the statuses

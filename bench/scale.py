@@ -30,7 +30,7 @@ from types import ModuleType
 import psycopg
 import sqlalchemy as sa
 
-from publisher.render.xds import command_element, command_xml
+from publisher.render.xds import command_xml
 
 BENCH = Path(__file__).resolve().parent
 RENDER_MAX = 200_000
@@ -75,7 +75,7 @@ def render_ceiling(count: int, schema: str) -> float:
             {"name": "photo", "type": "octet", "old": "qqo=", "new": "AAECAwQF", "op": "modify"},
         ]
         association = f"idu={i},table=usr,schema={schema}"
-        command_xml(command_element("modify", "usr", i, association, attrs))
+        command_xml("modify", "usr", i, association, attrs)
     return time.perf_counter() - started
 
 

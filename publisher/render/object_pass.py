@@ -13,7 +13,7 @@ import pyarrow as pa
 from publisher.model import events as ev
 from publisher.model.columns import arrow_schema, ddl
 from publisher.reduce.rules import Cell, Event, attrs_of, reduce_object
-from publisher.render.xds import command_element, command_xml
+from publisher.render.xds import command_xml
 
 REDUCED_COLUMNS = (
     ("cmd_time", "DOUBLE"),
@@ -60,9 +60,7 @@ def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa
                 if kind == ev.MODIFY and not attrs:
                     continue  # nothing to say, e.g. a query-back of a vanished row
                 head = run[0]
-                xml = command_xml(
-                    command_element(kind, table_name, head.record_id, association, attrs)
-                )
+                xml = command_xml(kind, table_name, head.record_id, association, attrs)
                 for name, value in zip(out, (head.ord_time, head.record_id, xml, None, None, None)):
                     out[name].append(value)
             for record_id, (letter, reason) in statuses.items():

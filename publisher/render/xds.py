@@ -1,8 +1,9 @@
 """Commands to XDS XML (PUBLISHER.md sections 4 and 8).
 
 The envelope and the add, modify and delete skeletons are read from ``xds_templates/`` so
-an operator can change the product text or dtdversion without touching code. Attribute
-elements are built with ``SubElement``, the fastest way lxml offers."""
+an operator can change the product text or dtdversion without touching code. A command is
+built once per shape (its kind, class and attributes' elements) and then copied, its
+values filled in."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import copy
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 from lxml import etree
 
 
 _INPUT_MARK = "@@xdspub-commands@@"
 _INDENT = "  "
+_LEVEL = 2  # a command's depth in <nds><input>
 
 
 @lru_cache(maxsize=None)
@@ -26,49 +27,79 @@ def _skeleton(name: str) -> etree._Element:
     return etree.fromstring(text, parser)
 
 
-def _value(parent: etree._Element, xds_type: str, text: str) -> None:
-    value = etree.SubElement(parent, "value", type=xds_type)
-    value.text = text
+def _value(parent: etree._Element, xds_type: str) -> None:
+    etree.SubElement(parent, "value", type=xds_type)
 
 
-def _add_attr(command: etree._Element, attr: dict[str, Any]) -> None:
-    element = etree.SubElement(command, "add-attr", {"attr-name": attr["name"]})
-    _value(element, attr["type"], attr["new"])
+def _add_attr(command: etree._Element, name: str, xds_type: str) -> None:
+    _value(etree.SubElement(command, "add-attr", {"attr-name": name}), xds_type)
 
 
-def _modify_attr(command: etree._Element, attr: dict[str, Any]) -> None:
-    element = etree.SubElement(command, "modify-attr", {"attr-name": attr["name"]})
-    if attr["op"] == "modify":
-        if attr["old"] is not None:
-            _value(etree.SubElement(element, "remove-value"), attr["type"], attr["old"])
-    else:
+def _modify_attr(
+    command: etree._Element, name: str, xds_type: str, op: str, has_old: bool, has_new: bool
+) -> None:
+    element = etree.SubElement(command, "modify-attr", {"attr-name": name})
+    if op != "modify":
         etree.SubElement(element, "remove-all-values")
-    if attr["new"] is not None:
-        _value(etree.SubElement(element, "add-value"), attr["type"], attr["new"])
+    elif has_old:
+        _value(etree.SubElement(element, "remove-value"), xds_type)
+    if has_new:
+        _value(etree.SubElement(element, "add-value"), xds_type)
 
 
-def command_element(
-    kind: str, class_name: str, event_id: int, association: str, attrs: Sequence[dict] | None
-) -> etree._Element:
-    """One add, modify or delete element."""
+Shape = tuple[tuple, ...]  # one entry per attribute: what its elements are, not its values
+
+
+def _shape(kind: str, attrs: Sequence[dict]) -> tuple[Shape, list[str | None]]:
+    """The command's elements, and the texts of its <value> elements in document order."""
+    shape, texts = [], []
+    for attr in attrs:
+        if kind == "add":
+            shape.append((attr["name"], attr["type"]))
+            texts.append(attr["new"])
+            continue
+        old = attr["old"] if attr["op"] == "modify" else None
+        shape.append((attr["name"], attr["type"], attr["op"], old is not None, attr["new"] is not None))
+        texts.extend(text for text in (old, attr["new"]) if text is not None)
+    return tuple(shape), texts
+
+
+@lru_cache(maxsize=4096)
+def _template(kind: str, class_name: str, shape: Shape) -> etree._Element:
+    """The command with every element in place and indented, its values still empty:
+    copying it costs one call into lxml, building it one call per element."""
     command = _skeleton(kind).__copy__()  # whole, as lxml copies; copy.deepcopy only adds cost
     command.set("class-name", class_name)
-    command.set("event-id", str(event_id))
-    command.find("association").text = association
-    for attr in attrs or ():
-        (_add_attr if kind == "add" else _modify_attr)(command, attr)
+    for attr in shape:
+        (_add_attr if kind == "add" else _modify_attr)(command, *attr)
+    etree.indent(command, space=_INDENT, level=_LEVEL)
     return command
 
 
-def command_xml(command: etree._Element, level: int = 2) -> bytes:
-    """The command serialised as whole lines, indented for its place in <nds><input>."""
-    etree.indent(command, space=_INDENT, level=level)
-    return (_INDENT * level).encode() + etree.tostring(command, encoding="utf-8") + b"\n"
+def command_xml(
+    kind: str, class_name: str, event_id: int, association: str, attrs: Sequence[dict] | None
+) -> bytes:
+    """One add, modify or delete command as whole lines, indented for its place in
+    <nds><input>. ``attrs``: rules.attrs_of (op, name, type, old, new)."""
+    shape, texts = _shape(kind, attrs or ())
+    command = _template(kind, class_name, shape).__copy__()
+    command.set("event-id", str(event_id))
+    # An indented leaf keeps its text as set: filling the template after indenting it gives
+    # the bytes that indenting the filled command would.
+    for element, text in zip(command.iter("association", "value"), (association, *texts)):
+        element.text = text
+    return _line(command)
+
+
+def _line(command: etree._Element) -> bytes:
+    return _INDENT.encode() * _LEVEL + etree.tostring(command, encoding="utf-8") + b"\n"
 
 
 def heartbeat_xml() -> bytes:
     """The heartbeat status, as it stands in <nds><input>."""
-    return command_xml(copy.deepcopy(_skeleton("heartbeat")))
+    heartbeat = copy.deepcopy(_skeleton("heartbeat"))
+    etree.indent(heartbeat, space=_INDENT, level=_LEVEL)
+    return _line(heartbeat)
 
 
 @lru_cache(maxsize=None)
