@@ -64,9 +64,10 @@ def main() -> None:
         return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
 
     def state() -> None:
-        fixed["state"] = current_state(spark, p.query_back_requests(fixed["rows"]), catalogue, read)
+        shapes = p.census(fixed["rows"]).shapes
+        fixed["state"] = current_state(spark, p.query_back_requests(fixed["rows"]), shapes, catalogue, read)
 
-    print(f"query-back requests and plan (collects shapes and keys): {_seconds(state):.2f} s")
+    print(f"census and query-back plan (collects shapes and keys): {_seconds(state):.2f} s")
     print(f"query-back state: {_seconds(lambda: noop(fixed['state'])):.2f} s")
     by_object = p.by_object(fixed["rows"], fixed["state"], rows)
     print(f"+ shuffle by object, sort: {_seconds(lambda: noop(by_object)):.2f} s")

@@ -227,16 +227,22 @@ def _cycle(
     def read(table, key_names, wanted):
         return source.read_current(spark, table, key_names, wanted)
 
-    rows, low, high = classified.agg(F.count("*"), F.min("record_id"), F.max("record_id")).first()
+    census = p.census(classified)
+    rows, low, high = census.rows, census.low, census.high
     phases.begin("reducing and rendering", rows=rows)
-    state = current_state(spark, p.query_back_requests(classified), source.catalogue, read)
+    requests = p.query_back_requests(classified)
+    state = current_state(spark, requests, census.shapes, source.catalogue, read)
     reduced = (
         p.by_object(classified, state, rows)
         .mapInArrow(object_pass(settings.schema), REDUCED_SCHEMA)
         .localCheckpoint(eager=True)
     )
+    # One pass: how many commands, and the rows the object pass did not leave S.
+    count, noted = reduced.agg(
+        F.count("xml"),
+        F.collect_list(F.when(F.col("xml").isNull(), F.struct(*p.NOTE_COLUMNS))),
+    ).first()
     commands = reduced.where("xml IS NOT NULL").select("cmd_time", "cmd_id", "xml")
-    count = commands.count()
     phases.begin("ordering commands", commands=count)
     ordered = order_commands(commands, count)
     report.commands = ordered.total
@@ -244,12 +250,7 @@ def _cycle(
     report.documents = sink.publish(ordered)
     phases.begin("finding status ranges", documents=report.documents)
 
-    exceptions = sorted(  # few: E and W rows
-        classified.where("status = 'E'")
-        .select("record_id", "status", "reason")
-        .unionByName(reduced.where("record_id IS NOT NULL").select("record_id", "status", "reason"))
-        .collect()
-    )
+    exceptions = sorted([*census.rejected, *(p.Note(*n) for n in noted)])  # few: E and W rows
     # As many rows as record_ids from the first to the last: one run, no need to look.
     runs = [(low, high)] if rows and rows == high - low + 1 else id_runs(classified)
     ranges = status_ranges(runs, ((r.record_id, r.status) for r in exceptions))

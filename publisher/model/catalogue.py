@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,6 +22,11 @@ class Table:
     name: str
     columns: tuple[Column, ...]
     key_columns: tuple[str, ...]
+    key_is_primary: bool = False  # a PRIMARY KEY constraint: no two rows share the key
+
+    def is_unique(self, key_names: Sequence[str]) -> bool:
+        """Whether no two rows can hold the same values in ``key_names``."""
+        return self.key_is_primary and set(key_names) == set(self.key_columns)
 
     def column(self, name: str) -> Column | None:
         return self._by_name.get(name)

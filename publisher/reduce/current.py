@@ -9,6 +9,7 @@ pad spaces, other types as the database writes them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -75,29 +76,36 @@ def _state_of(
         ),
     )
     others = [c.name for c in table.columns if c.name not in key_names]
-    current = (
-        rows.select(match.alias("match"), F.array(*(_cell(table, n) for n in others)).alias("cells"))
-        .dropDuplicates(["match"])
-        .withColumn("found", F.lit(True))
+    current = rows.select(
+        match.alias("match"), F.array(*(_cell(table, n) for n in others)).alias("cells")
     )
+    if not table.is_unique(key_names):  # a view's pk_ columns, say: one row per key
+        current = current.dropDuplicates(["match"])
+    current = current.withColumn("found", F.lit(True))
     return wanted.join(current, "match", "left").select(
         "table_name", "canonical_key", F.coalesce("found", F.lit(False)).alias("found"), "cells"
     )
 
 
+@dataclass(frozen=True)
+class RequestShape:
+    """The query-back requests of one table by one set of key columns."""
+
+    table_name: str
+    key_names: tuple[str, ...]
+    objects: int  # an estimate: it says whether the keys are worth collecting
+
+
 def current_state(
-    spark: SparkSession, requests: DataFrame, catalogue: Catalogue, read: ReadTable
+    spark: SparkSession,
+    requests: DataFrame,
+    shapes: Sequence[RequestShape],
+    catalogue: Catalogue,
+    read: ReadTable,
 ) -> DataFrame:
     """One row per requested object (``requests``: table_name, canonical_key, key_pairs,
-    an object once or more): STATE_SCHEMA."""
+    an object once or more, of ``shapes``): STATE_SCHEMA."""
     key_names = F.transform("key_pairs", lambda p: p["column"])
-    # An estimate, in one pass without a shuffle of the requests: it only says whether the
-    # keys are worth collecting; their exact count decides between a keyed and a whole read.
-    shapes = (
-        requests.groupBy("table_name", key_names.alias("key_names"))
-        .agg(F.approx_count_distinct("canonical_key").alias("objects"))
-        .collect()
-    )
     parts = []
     for shape in shapes:
         table = catalogue.tables[shape.table_name]
@@ -113,8 +121,8 @@ def current_state(
             "canonical_key",
             F.concat_ws(_SEPARATOR, *values_text).alias("match"),
             F.array(*values_text).alias("key_values"),
-        ).dropDuplicates(["canonical_key"])
-        keys = None
+        ).distinct()  # each column follows from canonical_key: hashed, not sorted, as a key
+        keys = None  # the exact count decides between a keyed and a whole read
         if shape.objects <= 2 * KEYED_READ_LIMIT:
             found = [tuple(r.key_values) for r in wanted.select("key_values").collect()]
             keys = found if len(found) <= KEYED_READ_LIMIT else None

@@ -3,6 +3,8 @@ around one shuffle by object.
 
     classify_rows     each read partition as it comes: every row's event, or its status
                       when it is consumed unpublished (loopback) or rejected (E)
+    census            how many rows, their record_id bounds and the query-back shapes,
+                      in one pass
     query_back_requests   the objects that live query-back events name
     by_object         the live rows and their objects' current rows, shuffled once by
                       object and sorted in processing order, for the object pass
@@ -14,7 +16,8 @@ that the row-at-a-time publisher of bench/ runs too."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 
@@ -22,7 +25,7 @@ from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
 from publisher.model.columns import KEY_PAIRS, arrow_schema, ddl
 from publisher.model.events import Status
-from publisher.reduce.current import CELLS_TYPE
+from publisher.reduce.current import CELLS_TYPE, RequestShape
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
 
@@ -101,6 +104,64 @@ def classify_rows(
             )
 
     return classify_batches
+
+
+NOTE_COLUMNS = ("record_id", "status", "reason")
+
+
+class Note(NamedTuple):
+    """A row whose status is not S, and why."""
+
+    record_id: int
+    status: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Census:
+    """What a cycle learns of its classified rows before reducing them."""
+
+    rows: int
+    low: int | None  # record_ids, None when there are no rows
+    high: int | None
+    shapes: tuple[RequestShape, ...]  # of the live query-back events
+    rejected: tuple[Note, ...]  # the E rows: few
+
+
+def census(classified: DataFrame) -> Census:
+    """One pass over the classified rows: their count and record_id bounds, the rejected
+    rows, and which tables the query-back events ask by which key columns, for about how
+    many objects."""
+    from pyspark.sql import functions as F
+
+    asks = classified.status.isNull() & classified.key_pairs.isNotNull()
+    groups = (
+        classified.groupBy(
+            F.when(asks, classified.table_name).alias("table_name"),
+            F.when(asks, F.transform("key_pairs", lambda p: p["column"])).alias("key_names"),
+        )
+        .agg(
+            F.count("*").alias("rows"),
+            F.min("record_id").alias("low"),
+            F.max("record_id").alias("high"),
+            F.approx_count_distinct(F.when(asks, classified.canonical_key)).alias("objects"),
+            F.collect_list(
+                F.when(classified.status == Status.ERROR, F.struct(*NOTE_COLUMNS))
+            ).alias("rejected"),
+        )
+        .collect()
+    )
+    return Census(
+        rows=sum(g.rows for g in groups),
+        low=min((g.low for g in groups), default=None),
+        high=max((g.high for g in groups), default=None),
+        shapes=tuple(
+            RequestShape(g.table_name, tuple(g.key_names), g.objects)
+            for g in groups
+            if g.table_name is not None
+        ),
+        rejected=tuple(Note(*r) for g in groups for r in g.rejected),
+    )
 
 
 def query_back_requests(classified: DataFrame) -> DataFrame:

@@ -48,7 +48,8 @@ def reflect_catalogue(
             keys: list[str] = []
             if not is_view:
                 keys = inspector.get_pk_constraint(name, schema=db_schema)["constrained_columns"]
+            primary = bool(keys)
             if not keys:
                 keys = [c.name for c in columns if c.name.startswith(VIEW_KEY_PREFIX)]
-            tables[name] = Table(name, columns, tuple(keys))
+            tables[name] = Table(name, columns, tuple(keys), key_is_primary=primary)
     return Catalogue(schema, tables)
