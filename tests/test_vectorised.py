@@ -37,7 +37,7 @@ PUBLISHER = "idm"
 
 texts = st.sampled_from(
     ["1", "-7", " 3", "x", "", "AAE=", "abc ", "yes", "2024-01-02T03:04:05", "12:30",
-     "a\x01b", "\ufffe", "é", "99999999999999999999", None]
+     "a\x01b", "\ufffe", "é", "99999999999999999999", "a\t", " b", None]
 )
 keys = st.sampled_from(
     ["idu=1", "idu=-2", "idu=x", "idu= 1", 'idu="1"', "idu=1+fname=a", "fname=a", "gname=g1",

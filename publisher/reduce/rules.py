@@ -22,7 +22,8 @@ TRUE_WORDS = ("1", "true", "t", "y", "yes", "on")
 FALSE_WORDS = ("0", "false", "f", "n", "no", "off")
 # \Z, not $: a trailing newline is not part of a number.
 DIGITS = re.compile(r"^-?[0-9]+\Z")
-KEY_INT = re.compile(r"^-?[0-9]{1,18}\Z")
+KEY_INT = re.compile(r"^-?[0-9]{1,19}\Z")
+BIGINT = range(-(2**63), 2**63)  # an integer key's values: query-back matches them as such
 TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
 Cell = tuple[str, str, "str | None"]  # (column, xds_type, text) of a row read back
 KeyPairs = list[tuple[str, str]]
@@ -131,8 +132,12 @@ class Classifier:
         if any(table.column(c) is None for c, _ in pairs):
             raise Rejected(f"a table_key column is not a column of {table_name}")
         for c, v in pairs:
-            if table.column(c).xds_type == values.INT and not KEY_INT.search(v):
+            if table.column(c).xds_type != values.INT:
+                continue
+            if not KEY_INT.search(v):
                 raise Rejected(f"table_key value {v} of {c} is not an integer")
+            if int(v) not in BIGINT:
+                raise Rejected(f"table_key value {v} of {c} is not a 64-bit integer")
         return table, pairs, format_table_key(pairs)
 
 

@@ -2,7 +2,7 @@
 
 Most rows of a backlog need none of the rules' branches: a plain one-column key of a known
 table, a known column, and a string, octet or integer value that is already its own XDS
-text. For those the result of rules.Classifier is known without Python: this module picks
+text (a CHAR value without pad spaces is). For those the result of rules.Classifier is known without Python: this module picks
 them out (conservatively: anything it is unsure of goes to the rules) and builds their
 output columns at once. tests/test_vectorised.py checks that both give the same rows."""
 
@@ -19,7 +19,7 @@ from publisher.model.catalogue import Catalogue, Table
 # form (the same class as the grammar's plain fast path, narrowed to ASCII).
 _PLAIN = r"[\x21\x23-\x26\x28-\x2A\x2D-\x3A\x3F-\x5B\x5D-\x7E]+"
 _ONE_PAIR = f"^(?P<column>{_PLAIN})=(?P<value>{_PLAIN})$"
-_KEY_INT = r"^-?[0-9]{1,18}$"
+_KEY_INT = r"^-?[0-9]{1,18}$"  # surely 64-bit; a 19-digit key goes to the rules
 _DIGITS = r"^-?[0-9]+$"
 _FORBIDDEN = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x{FFFE}\x{FFFF}]"  # values.XML_FORBIDDEN in RE2
 _TYPES = pa.array([str(t) for t in ev.KNOWN])
@@ -43,6 +43,7 @@ class _TableShape:
             c.name for c in columns if c.xds_type in (values.STRING, values.OCTET) and not c.is_char
         ]
         self.as_is_names = pa.array(as_is, pa.string())
+        self.char_names = pa.array([c.name for c in columns if c.is_char], pa.string())
 
 
 def _all(*masks: pa.Array) -> pa.Array:
@@ -52,10 +53,19 @@ def _all(*masks: pa.Array) -> pa.Array:
     return pc.fill_null(result, False)
 
 
-def _value_is_text(value: pa.Array, needed: pa.Array, as_is: pa.Array, is_int: pa.Array) -> pa.Array:
+def _value_is_text(
+    value: pa.Array, needed: pa.Array, as_is: pa.Array, is_int: pa.Array, is_char: pa.Array
+) -> pa.Array:
     """Where the value is not rendered, or is NULL, or is already its XDS text."""
     clean = pc.invert(pc.match_substring_regex(value, _FORBIDDEN))
-    text = _all(clean, pc.or_(as_is, _all(is_int, pc.match_substring_regex(value, _DIGITS))))
+    own = pc.or_(
+        as_is,
+        pc.or_(
+            _all(is_int, pc.match_substring_regex(value, _DIGITS)),
+            _all(is_char, pc.invert(pc.ends_with(value, " "))),  # no pad spaces to drop
+        ),
+    )
+    text = _all(clean, own)
     return pc.fill_null(pc.or_kleene(pc.invert(needed), pc.or_kleene(pc.is_null(value), text)), False)
 
 
@@ -93,6 +103,7 @@ class FastPath:
         column_ok = pc.if_else(per_field, pc.is_in(column, value_set=shape.names), pc.is_null(column))
         as_is = pc.is_in(column, value_set=shape.as_is_names)
         is_int = pc.is_in(column, value_set=shape.int_names)
+        is_char = pc.is_in(column, value_set=shape.char_names)
         old_needed = pc.equal(event_type, 2)
         new_needed = pc.is_in(event_type, value_set=pa.array(ev.FIELD_NON_QUERY_BACK, pa.int32()))
         masks = [
@@ -102,8 +113,8 @@ class FastPath:
             pc.is_in(key_column, value_set=shape.names),
             pc.or_(pc.invert(int_key), pc.match_substring_regex(key_value, _KEY_INT)),
             column_ok,
-            _value_is_text(col("old_value"), old_needed, as_is, is_int),
-            _value_is_text(col("new_value"), new_needed, as_is, is_int),
+            _value_is_text(col("old_value"), old_needed, as_is, is_int, is_char),
+            _value_is_text(col("new_value"), new_needed, as_is, is_int, is_char),
         ]
         if self.loopback_user is not None:
             masks.append(pc.invert(pc.fill_null(pc.equal(col("perpetrator"), self.loopback_user), False)))
