@@ -27,3 +27,11 @@ def ddl(columns: Columns) -> str:
 def arrow_schema(columns: Columns) -> pa.Schema:
     """The columns as an Arrow schema (types of _ARROW only)."""
     return pa.schema([(name, _ARROW[kind]) for name, kind in columns])
+
+
+def record_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    """Rows (tuples in the schema's column order) as one Arrow batch."""
+    columns = zip(*rows) if rows else ([] for _ in schema)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(list(c), type=f.type) for c, f in zip(columns, schema)], schema=schema
+    )

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
-from publisher.model.columns import KEY_PAIRS, arrow_schema, ddl
+from publisher.model.columns import KEY_PAIRS, arrow_schema, ddl, record_batch
 from publisher.model.events import Status
 from publisher.reduce.current import CELLS_TYPE, RequestShape
 from publisher.reduce.rules import Classifier, Rejected
@@ -96,12 +96,7 @@ def classify_rows(
             if fast is not None:
                 done, batch = fast.split(batch)
                 yield from done
-            rows = [classified(row) for row in batch.to_pylist()]
-            columns = zip(*rows) if rows else ([] for _ in _CLASSIFIED)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(list(c), type=f.type) for c, f in zip(columns, _CLASSIFIED)],
-                schema=_CLASSIFIED,
-            )
+            yield record_batch([classified(row) for row in batch.to_pylist()], _CLASSIFIED)
 
     return classify_batches
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from publisher.model import events as ev
-from publisher.model.columns import arrow_schema, ddl
+from publisher.model.columns import arrow_schema, ddl, record_batch
 from publisher.reduce.rules import Cell, Event, attrs_of, reduce_object
 from publisher.render.xds import command_xml
 
@@ -48,7 +48,7 @@ def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa
     """mapInArrow body over pipeline.by_object: REDUCED_SCHEMA."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        out: dict[str, list] = {name: [] for name, _ in REDUCED_COLUMNS}
+        out: list[tuple] = []  # rows in REDUCED_COLUMNS order
 
         def publish(obj: tuple[str, str], state: dict | None, events: list[Event]) -> None:
             statuses: dict[int, tuple[str, str | None]] = {}
@@ -61,12 +61,10 @@ def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa
                     continue  # nothing to say, e.g. a query-back of a vanished row
                 head = run[0]
                 xml = command_xml(kind, table_name, head.record_id, association, attrs)
-                for name, value in zip(out, (head.ord_time, head.record_id, xml, None, None, None)):
-                    out[name].append(value)
+                out.append((head.ord_time, head.record_id, xml, None, None, None))
             for record_id, (letter, reason) in statuses.items():
                 if letter != ev.Status.DONE:
-                    for name, value in zip(out, (None, None, None, record_id, letter, reason)):
-                        out[name].append(value)
+                    out.append((None, None, None, record_id, letter, reason))
 
         current: tuple[str, str] | None = None
         state: dict | None = None
@@ -85,11 +83,11 @@ def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa
                     state = {"found": found, "cells": column("cells")[index].as_py()}
                 else:
                     events.append(Event(*event))
-            if len(out["cmd_id"]) >= _BATCH_ROWS:
-                yield pa.RecordBatch.from_pydict(out, schema=_REDUCED)
-                out = {name: [] for name in out}
+            if len(out) >= _BATCH_ROWS:
+                yield record_batch(out, _REDUCED)
+                out.clear()
         if events:
             publish(current, state, events)
-        yield pa.RecordBatch.from_pydict(out, schema=_REDUCED)
+        yield record_batch(out, _REDUCED)
 
     return reduce_partition
