@@ -228,12 +228,11 @@ def _cycle(
         return source.read_current(spark, table, key_names, wanted)
 
     census = p.census(classified)
-    rows, low, high = census.rows, census.low, census.high
-    phases.begin("reducing and rendering", rows=rows)
+    phases.begin("reducing and rendering", rows=census.rows)
     requests = p.query_back_requests(classified)
     state = current_state(spark, requests, census.shapes, source.catalogue, read)
     reduced = (
-        p.by_object(classified, state, rows)
+        p.by_object(classified, state, census.rows)
         .mapInArrow(object_pass(settings.schema), REDUCED_SCHEMA)
         .localCheckpoint(eager=True)
     )
@@ -251,8 +250,7 @@ def _cycle(
     phases.begin("finding status ranges", documents=report.documents)
 
     exceptions = sorted([*census.rejected, *(p.Note(*n) for n in noted)])  # few: E and W rows
-    # As many rows as record_ids from the first to the last: one run, no need to look.
-    runs = [(low, high)] if rows and rows == high - low + 1 else id_runs(classified)
+    runs = [(census.low, census.high)] if census.contiguous else id_runs(classified)
     ranges = status_ranges(runs, ((r.record_id, r.status) for r in exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1

@@ -3,8 +3,8 @@ around one shuffle by object.
 
     classify_rows     each read partition as it comes: every row's event, or its status
                       when it is consumed unpublished (loopback) or rejected (E)
-    census            how many rows, their record_id bounds and the query-back shapes,
-                      in one pass
+    census            how many rows, their record_id bounds, the E rows and the
+                      query-back shapes, in one pass
     query_back_requests   the objects that live query-back events name
     by_object         the live rows and their objects' current rows, shuffled once by
                       object and sorted in processing order, for the object pass
@@ -30,7 +30,7 @@ from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 OBJECT = ("table_name", "canonical_key")
 ROWS_PER_TASK = 250_000  # rows of one object-pass task, at most
@@ -122,6 +122,16 @@ class Census:
     shapes: tuple[RequestShape, ...]  # of the live query-back events
     rejected: tuple[Note, ...]  # the E rows: few
 
+    @property
+    def contiguous(self) -> bool:
+        """As many rows as record_ids from the first to the last: one run of ids."""
+        return bool(self.rows) and self.rows == self.high - self.low + 1
+
+
+def _asks(classified: DataFrame) -> Column:
+    """Where a row is a live query-back event."""
+    return classified.status.isNull() & classified.key_pairs.isNotNull()
+
 
 def census(classified: DataFrame) -> Census:
     """One pass over the classified rows: their count and record_id bounds, the rejected
@@ -129,7 +139,7 @@ def census(classified: DataFrame) -> Census:
     many objects."""
     from pyspark.sql import functions as F
 
-    asks = classified.status.isNull() & classified.key_pairs.isNotNull()
+    asks = _asks(classified)
     groups = (
         classified.groupBy(
             F.when(asks, classified.table_name).alias("table_name"),
@@ -162,9 +172,7 @@ def census(classified: DataFrame) -> Census:
 def query_back_requests(classified: DataFrame) -> DataFrame:
     """(table_name, canonical_key, key_pairs) of the live query-back events: every object
     they query back, once or more (current_state keeps one of each)."""
-    return classified.where(classified.status.isNull() & classified.key_pairs.isNotNull()).select(
-        *OBJECT, "key_pairs"
-    )
+    return classified.where(_asks(classified)).select(*OBJECT, "key_pairs")
 
 
 def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:
