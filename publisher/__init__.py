@@ -1,17 +1,13 @@
 """xdspub: an identity-sync publisher.
 
-The public API: ``Settings``, ``export`` (one cycle to a sink) and the errors. Importing
-this package loads nothing heavy; Spark starts when a cycle runs."""
+The public API: ``Settings``, ``export`` (one cycle to a sink), its ``CycleReport`` and the
+errors. Importing this package loads nothing heavy; Spark starts when a cycle runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from publisher.errors import ConfigError, DatabaseUnreachable, SinkError, XdspubError
+from publisher.report import CycleReport
 from publisher.settings import Settings
-
-if TYPE_CHECKING:
-    from publisher.cycle import CycleReport
 
 __all__ = [
     "ConfigError",

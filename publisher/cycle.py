@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,6 +18,7 @@ from publisher.delivery.status import write_statuses
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.events import Status, StatusRange
 from publisher.progress import CycleProgress, Silent
+from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.dialects import Dialect
@@ -32,38 +31,6 @@ from publisher.spark import spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-@dataclass
-class CycleReport:
-    rows: int = 0
-    commands: int = 0
-    documents: int = 0
-    by_status: Counter = field(default_factory=Counter)
-    notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
-    spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
-    phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
-
-    @property
-    def seconds(self) -> float:
-        """The cycle itself, after the session was up: its phases follow one another."""
-        return sum(seconds for _, seconds in self.phases)
-
-    def timing(self) -> str:
-        text = f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
-        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
-        return f"{text} ({steps})" if steps else text
-
-    def summary(self) -> str:
-        letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
-        return (
-            f"{self.rows} rows read, {self.commands} commands, {self.documents} documents; "
-            f"statuses {letters}"
-        )
-
-    @property
-    def errors(self) -> list[tuple[int, str]]:
-        return [(rid, why) for rid, letter, why in self.notes if letter == Status.ERROR]
 
 
 class _Phases:

@@ -1,0 +1,41 @@
+"""What one cycle did: rows, commands, documents, statuses, and where its time went.
+Light to import: ``publisher`` exports it without loading Spark or SQLAlchemy."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from publisher.model.events import Status
+
+
+@dataclass
+class CycleReport:
+    rows: int = 0
+    commands: int = 0
+    documents: int = 0
+    by_status: Counter = field(default_factory=Counter)
+    notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
+    spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
+    phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
+
+    @property
+    def seconds(self) -> float:
+        """The cycle itself, after the session was up: its phases follow one another."""
+        return sum(seconds for _, seconds in self.phases)
+
+    def timing(self) -> str:
+        text = f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
+        steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
+        return f"{text} ({steps})" if steps else text
+
+    def summary(self) -> str:
+        letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
+        return (
+            f"{self.rows} rows read, {self.commands} commands, {self.documents} documents; "
+            f"statuses {letters}"
+        )
+
+    @property
+    def errors(self) -> list[tuple[int, str]]:
+        return [(rid, why) for rid, letter, why in self.notes if letter == Status.ERROR]
