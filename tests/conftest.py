@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,15 @@ from publisher.source.init_db import init_db
 LOG_COLUMNS = ("table_key", "event_type", "table_name", "column_name", "old_value", "new_value")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the Spark session is slow: the quick loop (`-m "not slow"`) is the
+    rules and readers in plain Python. Tests that start Spark in a process of their own
+    carry the marker themselves."""
+    for item in items:
+        if "spark" in item.fixturenames:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from publisher.spark import spark_session
@@ -34,6 +44,13 @@ SERVERS = {
     "postgresql": os.environ.get("XDSPUB_TEST_POSTGRESQL", "postgresql+psycopg://root@127.0.0.1:5432/test"),
     "mariadb": os.environ.get("XDSPUB_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306/test"),
 }
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def server_url(name: str) -> str:

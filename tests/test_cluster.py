@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,18 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_sample_db
+from tests.conftest import free_port, make_sample_db
+
+pytestmark = pytest.mark.slow  # a cluster and exports in processes of their own
 
 START_TIMEOUT = 120  # seconds for the master to come up and the worker to register
 EXPORT_TIMEOUT = 600  # seconds per export (a cold Spark start is about half a minute here)
 WORKER_CORES = 2
 BATCH_SIZE = "2"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -119,7 +114,7 @@ def cluster(tmp_path_factory) -> Cluster:
         # The master's REST submission server would take the fixed port 6066.
         SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
     )
-    master_port, master_ui, worker_ui = _free_port(), _free_port(), _free_port()
+    master_port, master_ui, worker_ui = free_port(), free_port(), free_port()
     cluster = Cluster(
         url=f"spark://127.0.0.1:{master_port}",
         web_url=f"http://127.0.0.1:{master_ui}",
@@ -134,7 +129,7 @@ def cluster(tmp_path_factory) -> Cluster:
         ],
         cluster.worker_log: [
             str(spark_class), "org.apache.spark.deploy.worker.Worker", cluster.url,
-            "--host", "127.0.0.1", "--port", str(_free_port()), "--webui-port", str(worker_ui),
+            "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", str(worker_ui),
             "--cores", str(WORKER_CORES), "--memory", "1g", "--work-dir", str(cluster.work_dir),
         ],
     }

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +18,8 @@ import pytest
 import sqlalchemy as sa
 from lxml import etree
 
-from tests.conftest import make_sample_db
+from tests.conftest import SampleDb, free_port, make_sample_db
+from tests.private_servers import start_private_server
 
 INTERVAL = 1
 
@@ -88,19 +89,16 @@ def drop_other_sessions(db) -> None:
             conn.execute(sa.text(f"KILL {int(session)}"))
 
 
-def restart_server(db) -> None:
-    if db.dialect.name == "postgresql":
-        cluster = os.listdir("/etc/postgresql")[0]
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"], check=True)
-        return
-    daemon = ["start-stop-daemon", "--oknodo", "--exec", "/usr/sbin/mariadbd"]
-    subprocess.run([*daemon, "--stop", "--retry", "60"], check=True)  # returns once it is gone
-    subprocess.run([*daemon, "--start", "--background"], check=True)
-    deadline = time.monotonic() + 60
-    while subprocess.run(["mariadb-admin", "-h", "127.0.0.1", "-u", "root", "ping"],
-                         capture_output=True).returncode != 0:
-        assert time.monotonic() < deadline, "MariaDB did not come back"
-        time.sleep(0.5)
+@pytest.fixture(params=["postgresql", "mariadb"])
+def private_server(request, tmp_path, spark):
+    """A server of the test's own, which it may restart, with the sample schema."""
+    server = start_private_server(request.param)
+    try:
+        db = SampleDb(server.url, f"xt_{uuid.uuid4().hex[:10]}")
+        yield server, db
+        db.engine.dispose()
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -172,7 +170,7 @@ def test_a_second_publisher_waits_and_takes_over(server, tmp_path):
     assert second.terminate() == 0
 
 
-def test_dropped_connections_an_unwritable_sink_and_a_restart_are_retried(server, tmp_path):
+def test_dropped_connections_and_an_unwritable_sink_are_retried(server, tmp_path):
     out = tmp_path / "out"
     poll = Poll(server, out, tmp_path / "poll.log")
     poll.wait_log("lock acquired")
@@ -189,18 +187,24 @@ def test_dropped_connections_an_unwritable_sink_and_a_restart_are_retried(server
     out.unlink()
     (tmp_path / "moved").rename(out)
     poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "publication after the sink is back")
-
-    restart_server(server)
-    deletes(server, 7, 3)
-    poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "publication after a restart")
     assert poll.terminate() == 0
     assert_marked_rows_were_delivered(server, out)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+@pytest.mark.restarts_server
+def test_a_database_restart_is_retried(private_server, tmp_path):
+    server, db = private_server
+    out = tmp_path / "out"
+    poll = Poll(db, out, tmp_path / "poll.log")
+    poll.wait_log("lock acquired")
+    deletes(db, 1, 3)
+    poll.wait_for(lambda: set(db.statuses().values()) == {"S"}, "publication before the restart")
+
+    server.restart()
+    deletes(db, 4, 3)
+    poll.wait_for(lambda: set(db.statuses().values()) == {"S"}, "publication after a restart")
+    assert poll.terminate() == 0
+    assert_marked_rows_were_delivered(db, out)
 
 
 def test_json_logs_metrics_heartbeat_and_post_polling_statements(lite, tmp_path):
