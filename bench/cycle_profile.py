@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from publisher.reduce import pipeline as p
 from publisher.reduce.current import current_state
-from publisher.render.object_pass import REDUCED_SCHEMA, object_pass
+from publisher.model.rows import CLASSIFIED, REDUCED
+from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log, read_pending
@@ -49,13 +50,13 @@ def main() -> None:
     def noop(df) -> None:
         df.write.format("noop").mode("overwrite").save()
 
-    classify = p.classify_rows(catalogue, engine.url.username, False, False)
+    classify = p.classify_rows(catalogue, engine.url.username, False, settings.max_value_length)
     pending = read_pending(spark, engine, log, dialect, settings)
     print(f"JDBC read of the pending rows: {_seconds(lambda: noop(pending)):.2f} s")
     fixed = {}
 
     def classified() -> None:
-        fixed["rows"] = pending.mapInArrow(classify, p.CLASSIFIED_SCHEMA).localCheckpoint(eager=True)
+        fixed["rows"] = pending.mapInArrow(classify, CLASSIFIED.ddl).localCheckpoint(eager=True)
 
     print(f"read and classify, checkpointed: {_seconds(classified):.2f} s")
     rows = fixed["rows"].count()
@@ -71,7 +72,7 @@ def main() -> None:
     print(f"query-back state: {_seconds(lambda: noop(fixed['state'])):.2f} s")
     by_object = p.by_object(fixed["rows"], fixed["state"], rows)
     print(f"+ shuffle by object, sort: {_seconds(lambda: noop(by_object)):.2f} s")
-    reduced = by_object.mapInArrow(object_pass(args.schema), REDUCED_SCHEMA)
+    reduced = by_object.mapInArrow(object_pass(args.schema), REDUCED.ddl)
     print(f"+ object pass (precedence, runs, lxml): {_seconds(lambda: noop(reduced)):.2f} s")
 
     # One core, no Spark: the two passes on the first SLICE rows of their own inputs.

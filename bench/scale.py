@@ -30,6 +30,7 @@ from types import ModuleType
 import psycopg
 import sqlalchemy as sa
 
+from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
 from publisher.render.xds import command_xml
 
 BENCH = Path(__file__).resolve().parent
@@ -69,13 +70,13 @@ def render_ceiling(count: int, schema: str) -> float:
     """Seconds to build and serialise `count` modify commands of three attributes."""
     started = time.perf_counter()
     for i in range(1, count + 1):
-        attrs = [
-            {"name": "fname", "type": "string", "old": f"o{i}", "new": f"v{i}", "op": "modify"},
-            {"name": "lname", "type": "string", "old": None, "new": f"l{i}", "op": "replace"},
-            {"name": "photo", "type": "octet", "old": "qqo=", "new": "AAECAwQF", "op": "modify"},
-        ]
-        association = f"idu={i},table=usr,schema={schema}"
-        command_xml("modify", "usr", i, association, attrs)
+        attrs = (
+            Attr(AttrOp.MODIFY, "fname", "string", f"o{i}", f"v{i}"),
+            Attr(AttrOp.REPLACE, "lname", "string", None, f"l{i}"),
+            Attr(AttrOp.MODIFY, "photo", "octet", "qqo=", "AAECAwQF"),
+        )
+        where = association(f"idu={i}", "usr", schema)
+        command_xml(Command(CommandKind.MODIFY, "usr", i, where, attrs))
     return time.perf_counter() - started
 
 

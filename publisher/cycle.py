@@ -16,7 +16,8 @@ from publisher.delivery.sinks import Sink, open_sink
 from publisher.errors import ConfigError, PublisherBusy
 from publisher.delivery.status import write_statuses
 from publisher.model.catalogue import Catalogue, Table
-from publisher.model.events import Status, StatusRange
+from publisher.model.rows import PENDING
+from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress, Silent
 from publisher.report import CycleReport
 from publisher.settings import Settings
@@ -24,7 +25,8 @@ from publisher.source.database import connect
 from publisher.source.dialects import Dialect
 from publisher.source.cdc.formats import ChangeInput
 from publisher.source.changes import StagedChanges, stage_changes
-from publisher.source.event_log import PENDING_SCHEMA, EventLog, open_event_log, read_pending
+from publisher.reduce.loopback import loopback_user
+from publisher.source.event_log import EventLog, open_event_log, read_pending
 from publisher.source.query_back import read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
@@ -100,10 +102,10 @@ class CycleSource(Protocol):
     """Where a cycle's rows come from, and where their outcome goes."""
 
     catalogue: Catalogue
-    publisher_user: str | None  # loopback: rows this user made are consumed unpublished
+    loopback_user: str | None  # rows this user made are consumed unpublished
 
     def pending(self, spark: SparkSession) -> DataFrame:
-        """The rows to publish (event_log.PENDING_SCHEMA)."""
+        """The rows to publish (rows.PENDING)."""
 
     def read_current(
         self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
@@ -121,7 +123,9 @@ class _EventLogSource:
     def __init__(self, settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
         self.settings, self.engine, self.dialect, self.log = settings, engine, dialect, log
         self.catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
-        self.publisher_user = settings.publisher_user or engine.url.username
+        self.loopback_user = loopback_user(
+            settings.publisher_user, engine.url.username, settings.allow_loopback
+        )
 
     def pending(self, spark: SparkSession) -> DataFrame:
         return read_pending(spark, self.engine, self.log, self.dialect, self.settings)
@@ -139,13 +143,13 @@ class _StagedSource:
     """A change stream staged as event log rows: no query-back (its events carry their
     values), and the stream's own acknowledgement in place of statuses."""
 
-    publisher_user = None  # the formats carry no perpetrator
+    loopback_user = None  # the formats carry no perpetrator
 
     def __init__(self, staged: StagedChanges, delivered: Callable[[], None]) -> None:
         self.staged, self.catalogue, self.delivered = staged, staged.catalogue, delivered
 
     def pending(self, spark: SparkSession) -> DataFrame:
-        return spark.read.schema(PENDING_SCHEMA).parquet(str(self.staged.directory))
+        return spark.read.schema(PENDING.ddl).parquet(str(self.staged.directory))
 
     def read_current(
         self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
@@ -174,7 +178,8 @@ def _cycle(
     from publisher.reduce import pipeline as p
     from publisher.reduce.current import current_state
     from publisher.reduce.status_ranges import id_runs, status_ranges
-    from publisher.render.object_pass import REDUCED_SCHEMA, object_pass
+    from publisher.model.rows import CLASSIFIED, NOTES, REDUCED
+    from publisher.render.object_pass import object_pass
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -184,11 +189,11 @@ def _cycle(
     phases = _Phases(report, progress)
     phases.begin("reading and classifying")
     classify = p.classify_rows(
-        source.catalogue, source.publisher_user, settings.allow_loopback, settings.future_events
+        source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
     # Fixed once: the query-back requests, the object pass and the statuses all read it.
     classified = (
-        source.pending(spark).mapInArrow(classify, p.CLASSIFIED_SCHEMA).localCheckpoint(eager=True)
+        source.pending(spark).mapInArrow(classify, CLASSIFIED.ddl).localCheckpoint(eager=True)
     )
 
     def read(table, key_names, wanted):
@@ -200,13 +205,13 @@ def _cycle(
     state = current_state(spark, requests, census.shapes, source.catalogue, read)
     reduced = (
         p.by_object(classified, state, census.rows)
-        .mapInArrow(object_pass(settings.schema), REDUCED_SCHEMA)
+        .mapInArrow(object_pass(settings.schema), REDUCED.ddl)
         .localCheckpoint(eager=True)
     )
     # One pass: how many commands, and the rows the object pass did not leave S.
     count, noted = reduced.agg(
         F.count("xml"),
-        F.collect_list(F.when(F.col("xml").isNull(), F.struct(*p.NOTE_COLUMNS))),
+        F.collect_list(F.when(F.col("xml").isNull(), F.struct(*NOTES.names))),
     ).first()
     commands = reduced.where("xml IS NOT NULL").select("cmd_time", "cmd_id", "xml")
     phases.begin("ordering commands", commands=count)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from publisher.model.events import Status
+from publisher.model.statuses import Status
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The publisher parameters (PUBLISHER.md section 7) as one immutable value."""
+"""The publisher parameters (docs/parameters.md) as one immutable value."""
 
 from __future__ import annotations
 
@@ -17,4 +17,7 @@ class Settings:
     query_limit: int | None = None  # None: every pending row (export)
     batch_size: int = 1
     dry_run: bool = False
+    # Maximum Value Length: a longer table_key or value makes its row E, and no more than
+    # this (and one character) of a value is read.
+    max_value_length: int = 16 * 1024 * 1024
     spark_master: str = "local[*]"

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from publisher.model.commands import Attr, AttrOp, Command, CommandKind
 from publisher.render.xds import _skeleton, command_xml
 
 # Texts XML 1.0 can carry, markup and whitespace-only ones included.
@@ -16,14 +17,13 @@ TEXT = st.text(
     max_size=8,
 )
 NAME = st.sampled_from(["fname", "lname", "photo", "c1"])
-ATTR = st.fixed_dictionaries(
-    {
-        "name": NAME,
-        "type": st.sampled_from(["string", "octet", "int"]),
-        "op": st.sampled_from(["modify", "replace"]),
-        "old": st.none() | TEXT,
-        "new": st.none() | TEXT,
-    }
+ATTR = st.builds(
+    Attr,
+    op=st.sampled_from([AttrOp.MODIFY, AttrOp.REPLACE]),
+    name=NAME,
+    xds_type=st.sampled_from(["string", "octet", "int"]),
+    old=st.none() | TEXT,
+    new=st.none() | TEXT,
 )
 
 
@@ -38,31 +38,32 @@ def built_then_indented(kind: str, class_name: str, event_id: int, association: 
 
     for attr in attrs:
         if kind == "add":
-            value(etree.SubElement(command, "add-attr", {"attr-name": attr["name"]}), attr["type"], attr["new"])
+            value(etree.SubElement(command, "add-attr", {"attr-name": attr.name}), attr.xds_type, attr.new)
             continue
-        element = etree.SubElement(command, "modify-attr", {"attr-name": attr["name"]})
-        if attr["op"] == "modify":
-            if attr["old"] is not None:
-                value(etree.SubElement(element, "remove-value"), attr["type"], attr["old"])
+        element = etree.SubElement(command, "modify-attr", {"attr-name": attr.name})
+        if attr.op == AttrOp.MODIFY:
+            if attr.old is not None:
+                value(etree.SubElement(element, "remove-value"), attr.xds_type, attr.old)
         else:
             etree.SubElement(element, "remove-all-values")
-        if attr["new"] is not None:
-            value(etree.SubElement(element, "add-value"), attr["type"], attr["new"])
+        if attr.new is not None:
+            value(etree.SubElement(element, "add-value"), attr.xds_type, attr.new)
     etree.indent(command, space="  ", level=2)
     return b"    " + etree.tostring(command, encoding="utf-8") + b"\n"
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    kind=st.sampled_from(["add", "modify", "delete"]),
+    kind=st.sampled_from(list(CommandKind)),
     class_name=st.sampled_from(["usr", "t1"]),
     event_id=st.integers(1, 10**12),
     association=TEXT,
     attrs=st.lists(ATTR, max_size=4),
 )
 def test_template_gives_the_bytes_of_a_command_built_whole(kind, class_name, event_id, association, attrs):
-    attrs = attrs if kind != "delete" else []
+    attrs = tuple(attrs) if kind != CommandKind.DELETE else ()
     expected = built_then_indented(kind, class_name, event_id, association, attrs)
-    assert command_xml(kind, class_name, event_id, association, attrs) == expected
+    command = Command(kind, class_name, event_id, association, attrs)
+    assert command_xml(command) == expected
     # The cached template stays empty: a second command of the same shape is not polluted.
-    assert command_xml(kind, class_name, event_id, association, attrs) == expected
+    assert command_xml(command) == expected

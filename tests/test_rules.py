@@ -1,4 +1,5 @@
-"""The rules of PUBLISHER.md sections 2 to 6, one behaviour per test, on SQLite."""
+"""The rules end to end through a Spark cycle on SQLite, one behaviour per test
+(docs/event-types.md, docs/table-key.md, docs/reduction.md, docs/statuses.md)."""
 
 from __future__ import annotations
 
@@ -156,7 +157,9 @@ def test_future_events_wait_and_the_rest_go_by_event_time(sample_db, publish):
         (("idu=1", 4, "nosuch"), "table nosuch is not in the published schema indirect"),
         (("idu=1", 4, None), "table_name is NULL"),
         ((None, 4, "usr"), "table_key is NULL"),
-        (("uid=1", 4, "usr"), "a table_key column is not a column of usr"),
+        (("uid=1", 4, "usr"), "table_key names uid; the key of usr is idu"),
+        (("fname=Jack", 6, "usr"), "table_key names fname; the key of usr is idu"),
+        (("idu=1+fname=Jack", 4, "usr"), "table_key names idu+fname; the key of usr is idu"),
         (("idu=1", 1, "usr", "nosuch", None, "x"), "column nosuch is not in table usr"),
         (("idu=1", 1, "usr", None, None, "x"), "column_name is NULL for per-field event_type 1"),
         (("idu=1", 1, "usr", "fname", None, "a\x01b"), "new_value has a character XML 1.0 cannot carry at position 2"),

@@ -7,8 +7,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from publisher.model import values
+from publisher.model import value_text as values
 from publisher.model.catalogue import Catalogue, Column, Table
+from publisher.reduce.loopback import loopback_user
 from publisher.reduce.pipeline import classify_rows
 
 CATALOGUE = Catalogue(
@@ -34,6 +35,7 @@ CATALOGUE = Catalogue(
     },
 )
 PUBLISHER = "idm"
+LIMIT = 12  # Maximum Value Length: some texts below are longer
 
 texts = st.sampled_from(
     ["1", "-7", " 3", "x", "", "AAE=", "abc ", "yes", "2024-01-02T03:04:05", "12:30",
@@ -60,7 +62,8 @@ rows = st.fixed_dictionaries(
 
 
 def classified(batch: pa.RecordBatch, vectorised: bool, loopback: bool, future: bool) -> list:
-    run = classify_rows(CATALOGUE, PUBLISHER, loopback, future, vectorised)
+    user = loopback_user(PUBLISHER, None, loopback)
+    run = classify_rows(CATALOGUE, user, future, LIMIT, vectorised)
     return pa.Table.from_batches(list(run(iter([batch])))).sort_by("record_id").to_pylist()
 
 
@@ -86,7 +89,7 @@ def test_common_rows_take_the_fast_path() -> None:
           "perpetrator": "app", "table_name": "usr", "column_name": "fname",
           "old_value": "a", "new_value": "b"}]
     )
-    run = classify_rows(CATALOGUE, PUBLISHER, False, False)
+    run = classify_rows(CATALOGUE, PUBLISHER, False, LIMIT)
     out = list(run(iter([batch])))
     assert [b.num_rows for b in out] == [1, 0]  # the fast batch, then an empty rest
 

@@ -15,25 +15,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from publisher.delivery.documents import create_temporary, document_name, write_stream
+from publisher.model.rows import PIECES
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 ORDER = ("cmd_time", "cmd_id")
-# What an executor reports: a command of a document it shares with a neighbour (xml), a
-# file it wrote (path), or why it could not write (error).
-PIECE_SCHEMA = (
-    "document BIGINT, position BIGINT, event_id BIGINT, path STRING, xml BINARY, error STRING"
-)
-_PIECE_ARROW = pa.schema(
-    [
-        ("document", pa.int64()),
-        ("position", pa.int64()),
-        ("event_id", pa.int64()),
-        ("path", pa.string()),
-        ("xml", pa.binary()),
-        ("error", pa.string()),
-    ]
-)
 ROWS_PER_PARTITION = 100_000
 
 
@@ -79,15 +67,11 @@ def _partition() -> int:
     return TaskContext.get().partitionId()
 
 
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def _failure(paths: list[str], exc: OSError) -> pa.RecordBatch:
     for path in paths:
         Path(path).unlink(missing_ok=True)
     message = f"cannot write {exc.filename}: {exc.strerror or exc}"
-    return pa.RecordBatch.from_pylist([{"error": message}], schema=_PIECE_ARROW)
+    return PIECES.batch([PIECES.row(error=message)])
 
 
 def _commands(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes]]:
@@ -98,27 +82,28 @@ def _commands(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes]]:
 
 def document_writer(directory: str, batch_size: int, offsets: list[int], total: int):
     """mapInArrow body: write the documents that begin and end in this partition, under
-    temporary names; report them (path) and the commands of the documents it shares with
-    a neighbour (xml)."""
-    from publisher.delivery.sinks import write_document
+    temporary names; report (rows.PIECES) each of them (path), the commands of the
+    documents it shares with a neighbour (xml), or why it could not write (error)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = offsets[_partition()]
         position = first
         document: list[tuple[int, bytes]] = []
-        reports: list[dict] = []
+        reports: list[tuple] = []
 
         def flush() -> None:
             number = (position - 1) // batch_size
             start, end = number * batch_size, min((number + 1) * batch_size, total)
+            event_id = document[0][0]
             if start >= first and position == end:  # whole, and this partition's own
-                final = Path(directory) / f"{document[0][0]:020d}.xml"
-                temporary = _temporary(final)
-                reports.append({"document": number, "position": start, "event_id": document[0][0], "path": str(temporary)})
-                write_document(temporary, document)
+                stream, temporary = create_temporary(Path(directory), document_name(event_id))
+                reports.append(PIECES.row(number, start, event_id, path=str(temporary)))
+                with stream:
+                    write_stream(stream, (xml for _, xml in document))
             else:
-                for offset, (event_id, xml) in enumerate(document):
-                    reports.append({"document": number, "position": position - len(document) + offset, "event_id": event_id, "xml": xml})
+                for offset, (cmd_id, xml) in enumerate(document):
+                    at = position - len(document) + offset
+                    reports.append(PIECES.row(number, at, cmd_id, xml=xml))
             document.clear()
 
         try:
@@ -129,12 +114,12 @@ def document_writer(directory: str, batch_size: int, offsets: list[int], total: 
                 position += 1
             if document:
                 flush()
-            if any(r.get("path") for r in reports):
+            if any(r.path for r in reports):
                 os.sync()  # one flush of every file written, before any is renamed
         except OSError as exc:
-            yield _failure([r["path"] for r in reports if r.get("path")], exc)
+            yield _failure([r.path for r in reports if r.path], exc)
             return
-        yield pa.RecordBatch.from_pylist(reports, schema=_PIECE_ARROW)
+        yield PIECES.batch(reports)
 
     return write
 
@@ -144,17 +129,15 @@ def part_writer(directory: str, name: str):
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partition = _partition()
-        path = Path(directory) / f".{name}.part{partition:05d}.{os.getpid()}.tmp"
+        path = None
         try:
-            with open(path, "wb") as stream:
+            stream, path = create_temporary(Path(directory), f"{name}.part{partition:05d}")
+            with stream:
                 for _cmd_id, xml in _commands(batches):
                     stream.write(xml)
         except OSError as exc:
-            yield _failure([str(path)], exc)
+            yield _failure([str(path)] if path else [], exc)
             return
-        yield pa.RecordBatch.from_pylist(
-            [{"document": 0, "position": partition, "event_id": None, "path": str(path), "xml": None}],
-            schema=_PIECE_ARROW,
-        )
+        yield PIECES.batch([PIECES.row(document=0, position=partition, path=str(path))])
 
     return write

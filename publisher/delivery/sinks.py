@@ -1,5 +1,5 @@
-"""Where documents go (PUBLISHER.md section 9, ``--out``): one .xml file, standard output,
-or a directory with one file per document.
+"""Where documents go (docs/delivery.md): one .xml file, standard output, or a directory
+with one file per document.
 
 Files are written in the executors, each partition its own stretch of the output, under
 temporary names; the driver makes them durable and renames them to their final names, so
@@ -8,23 +8,23 @@ a reader never sees half a document and a re-publication overwrites the same nam
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from publisher.delivery.ordered import (
-    PIECE_SCHEMA,
-    OrderedCommands,
-    document_writer,
-    part_writer,
+from publisher.delivery.documents import (
+    HEARTBEAT_NAME,
+    document_name,
+    sync_directory,
+    write_durably,
+    write_stream,
 )
+from publisher.delivery.ordered import OrderedCommands, document_writer, part_writer
 from publisher.errors import SinkError
-from publisher.render.xds import envelope, heartbeat_xml
-
-Rendered = tuple[int, bytes]  # first record_id of the command, its XML
+from publisher.model.rows import PIECES
+from publisher.render.xds import heartbeat_xml
 
 
 class Sink(Protocol):
@@ -35,45 +35,13 @@ class Sink(Protocol):
         """Write a document holding only the heartbeat status."""
 
 
-def _write_stream(stream: BinaryIO, commands: Iterable[Rendered]) -> None:
-    head, tail = envelope()
-    stream.write(head)
-    for _, xml in commands:
-        stream.write(xml)
-    stream.write(tail)
-
-
-def write_document(path: Path, commands: Iterable[Rendered]) -> None:
-    """One whole <nds> document at ``path`` (not yet durable)."""
-    with open(path, "wb") as stream:
-        _write_stream(stream, commands)
-
-
-def _durably(path: Path, write) -> None:
-    """Run ``write(stream)`` into a file beside ``path``, fsync it, rename it to ``path``."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "wb") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise SinkError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _heartbeat(stream: BinaryIO) -> None:
+    write_stream(stream, [heartbeat_xml()])
 
 
 def _run_writer(commands: OrderedCommands, writer) -> list:
     """The executors' reports, or SinkError with the first failure."""
-    reports = commands.rows.mapInArrow(writer, PIECE_SCHEMA).collect()
+    reports = commands.rows.mapInArrow(writer, PIECES.ddl).collect()
     failures = [r.error for r in reports if r.error]
     if failures:
         for report in reports:
@@ -95,43 +63,43 @@ class FileSink:
             _run_writer(commands, part_writer(str(self.path.parent), self.path.name)),
             key=lambda r: r.position,
         )
-        head, tail = envelope()
 
-        def join(stream: BinaryIO) -> None:
-            stream.write(head)
+        def chunks() -> Iterator[bytes]:
             for part in parts:
                 with open(part.path, "rb") as source:
-                    shutil.copyfileobj(source, stream, 1 << 20)
-            stream.write(tail)
+                    yield from iter(lambda: source.read(1 << 20), b"")
 
         try:
-            _durably(self.path, join)
+            write_durably(self.path, lambda stream: write_stream(stream, chunks()))
         finally:
             for part in parts:
                 Path(part.path).unlink(missing_ok=True)
-        _sync_directory(self.path.parent)
+        sync_directory(self.path.parent)
         return 1
 
     def heartbeat(self) -> None:
-        _durably(self.path, lambda stream: _write_stream(stream, [(0, heartbeat_xml())]))
+        write_durably(self.path, _heartbeat)
 
 
 class StdoutSink:
     """The one document on standard output, streamed from the executors in order."""
 
     def publish(self, commands: OrderedCommands) -> int:
-        rows = commands.rows.select("cmd_id", "xml").toLocalIterator()
-        self._write((row.cmd_id, bytes(row.xml)) for row in rows)
+        rows = commands.rows.select("xml").toLocalIterator()
+        self._write(bytes(row.xml) for row in rows)
         return 1
 
     def heartbeat(self) -> None:
-        self._write([(0, heartbeat_xml())])
+        self._write([heartbeat_xml()])
 
     @staticmethod
-    def _write(commands: Iterable[Rendered]) -> None:
+    def _write(commands: Iterable[bytes]) -> None:
         stream = sys.stdout.buffer
-        _write_stream(stream, commands)
-        stream.flush()
+        try:
+            write_stream(stream, commands)
+            stream.flush()
+        except OSError as exc:
+            raise SinkError(f"cannot write to standard output: {exc.strerror or exc}") from exc
 
 
 class DirectorySink:
@@ -155,12 +123,11 @@ class DirectorySink:
         try:
             for pieces in shared.values():
                 pieces.sort(key=lambda r: r.position)
-                name = self.directory / f"{pieces[0].event_id:020d}.xml"
-                _durably(name, lambda s, p=pieces: _write_stream(s, ((r.event_id, bytes(r.xml)) for r in p)))
+                name = self.directory / document_name(pieces[0].event_id)
+                write_durably(name, lambda s, p=pieces: write_stream(s, (bytes(r.xml) for r in p)))
             for report in reports:
                 if report.path:
-                    final = Path(report.path).with_name(f"{report.event_id:020d}.xml")
-                    os.replace(report.path, final)
+                    os.replace(report.path, self.directory / document_name(report.event_id))
         except OSError as exc:
             raise SinkError(f"cannot write in {self.directory}: {exc.strerror or exc}") from exc
         finally:
@@ -168,12 +135,12 @@ class DirectorySink:
                 if report.path:
                     Path(report.path).unlink(missing_ok=True)
         if commands.total:
-            _sync_directory(self.directory)
+            sync_directory(self.directory)
         return -(-commands.total // self.batch_size)
 
     def heartbeat(self) -> None:
         """The latest heartbeat, always under one name."""
-        _durably(self.directory / "heartbeat.xml", lambda s: _write_stream(s, [(0, heartbeat_xml())]))
+        write_durably(self.directory / HEARTBEAT_NAME, _heartbeat)
 
 
 def open_sink(out: str, batch_size: int) -> Sink:

@@ -1,5 +1,5 @@
-"""Status write-back (PUBLISHER.md section 6): one transaction per cycle, one statement
-per status letter over ranges of record_ids, never one statement per row."""
+"""Status write-back (docs/statuses.md): one transaction per cycle, one statement per
+status letter over ranges of record_ids, never one statement per row."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from collections.abc import Iterable
 
 import sqlalchemy as sa
 
-from publisher.model.events import Status, StatusRange
+from publisher.model.statuses import Status, StatusRange, is_deleted
 from publisher.source.event_log import EventLog
-
-
 
 
 def write_statuses(
@@ -24,12 +22,12 @@ def write_statuses(
     delete = log.table.delete().where(in_range)
     updates, deletes = [], []
     for letter, low, high in ranges:
-        consumed = letter in (Status.DONE, Status.WARNED)
-        (deletes if delete_processed and consumed else updates).append(
-            {"letter": letter, "low": low, "high": high}
-        )
+        if is_deleted(letter, delete_processed):
+            deletes.append({"low": low, "high": high})
+        else:
+            updates.append({"letter": letter, "low": low, "high": high})
     with engine.begin() as conn:
         if updates:
             conn.execute(update, updates)
         if deletes:
-            conn.execute(delete, [{"low": d["low"], "high": d["high"]} for d in deletes])
+            conn.execute(delete, deletes)

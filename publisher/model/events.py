@@ -1,8 +1,10 @@
-"""Event types of the event log (PUBLISHER.md section 2) and the commands they make."""
+"""Event types of the event log (docs/event-types.md) and the commands they make."""
 
 from __future__ import annotations
 
 from enum import IntEnum
+
+from publisher.model.commands import AttrOp, CommandKind
 
 EVENT_LOG_COLUMNS = (
     "record_id",
@@ -36,21 +38,19 @@ QUERY_BACK = ROW_QUERY_BACK + FIELD_QUERY_BACK
 PER_FIELD = FIELD_NON_QUERY_BACK + FIELD_QUERY_BACK
 KNOWN = tuple(int(t) for t in EventType)
 
-# Command kind per event type: 1 adds, 4 deletes, the rest modify (section 4, grouping).
-ADD, MODIFY, DELETE = "add", "modify", "delete"
-COMMAND_KIND = {1: ADD, 2: MODIFY, 3: MODIFY, 4: DELETE, 5: MODIFY, 6: MODIFY, 7: MODIFY, 8: MODIFY}
+# The command each event type makes: 1 adds, 4 deletes, the rest modify (docs/reduction.md).
+COMMAND_KIND = {
+    1: CommandKind.ADD,
+    2: CommandKind.MODIFY,
+    3: CommandKind.MODIFY,
+    4: CommandKind.DELETE,
+    5: CommandKind.MODIFY,
+    6: CommandKind.MODIFY,
+    7: CommandKind.MODIFY,
+    8: CommandKind.MODIFY,
+}
 # How a field event changes its attribute; a query-back replaces it.
-FIELD_OPS = {1: "add", 2: "modify", 3: "replace"}
-
-
-class Status:
-    """Letters written back to the status column (section 6)."""
-
-    NEW = "N"
-    DONE = "S"
-    WARNED = "W"
-    ERROR = "E"
-    FATAL = "F"
-
-
-StatusRange = tuple[str, int, int]  # a status letter over the record_ids low..high
+FIELD_OPS = {1: AttrOp.ADD, 2: AttrOp.MODIFY, 3: AttrOp.REPLACE}
+# Which of a row's logged values are rendered: a type 2's old value, a type 1-3's new one.
+OLD_VALUE_RENDERED = (2,)
+NEW_VALUE_RENDERED = FIELD_NON_QUERY_BACK

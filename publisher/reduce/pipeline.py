@@ -17,99 +17,69 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
-from publisher.model.columns import KEY_PAIRS, arrow_schema, ddl, record_batch
-from publisher.model.events import Status
-from publisher.reduce.current import CELLS_TYPE, RequestShape
+from publisher.model.rows import CLASSIFIED, EVENT, NOTES, OBJECT, OBJECT_ROWS, STATE
+from publisher.model.statuses import Status
+from publisher.reduce.current import RequestShape
+from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-OBJECT = ("table_name", "canonical_key")
+OBJECT_NAMES = tuple(name for name, _ in OBJECT)
 ROWS_PER_TASK = 250_000  # rows of one object-pass task, at most
-# What a live event carries to the object pass, and what its object's current row does.
-EVENT_COLUMNS = (
-    ("record_id", "BIGINT"),
-    ("ord_time", "DOUBLE"),
-    ("event_type", "INT"),
-    ("column_name", "STRING"),
-    ("xds_type", "STRING"),
-    ("old_text", "STRING"),
-    ("new_text", "STRING"),
-    ("warning", "STRING"),
-)
-STATE_COLUMNS = (("found", "BOOLEAN"), ("cells", CELLS_TYPE))
-CLASSIFIED_COLUMNS = (
-    *EVENT_COLUMNS,
-    ("table_name", "STRING"),
-    ("canonical_key", "STRING"),
-    ("status", "STRING"),  # NULL: live; S: loopback; E: rejected
-    ("reason", "STRING"),
-    ("key_pairs", KEY_PAIRS),  # query-back events only: what current_state looks up
-)
-CLASSIFIED_SCHEMA = ddl(CLASSIFIED_COLUMNS)
-_CLASSIFIED = arrow_schema(CLASSIFIED_COLUMNS)
 
 
 def classify_rows(
     catalogue: Catalogue,
-    publisher_user: str | None,
-    allow_loopback: bool,
+    loopback_user: str | None,
     future_events: bool,
+    max_value_length: int | None,
     vectorised: bool = True,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body over the pending rows (event_log.PENDING_SCHEMA): CLASSIFIED_SCHEMA.
+    """mapInArrow body over the pending rows (rows.PENDING): rows.CLASSIFIED.
     The common rows are classified with pyarrow (vectorised.FastPath), the others by the
     rules; ``vectorised=False`` sends every row to the rules (the tests compare the two)."""
-    loopback_user = None if allow_loopback else publisher_user
-    classify = Classifier(catalogue)
-    fast = FastPath(catalogue, loopback_user, future_events, _CLASSIFIED) if vectorised else None
-    unset = (None,) * 6  # event_type .. warning of a row that is not live
+    classify = Classifier(catalogue, max_value_length)
+    fast = (
+        FastPath(catalogue, loopback_user, future_events, max_value_length) if vectorised else None
+    )
 
-    def classified(row: dict) -> tuple:  # in CLASSIFIED_COLUMNS order
+    def classified(row: dict) -> tuple:
         ord_time = row["event_order"] if future_events else 0.0
-        head = (row["record_id"], ord_time)
-        if loopback_user is not None and row["perpetrator"] == loopback_user:
-            return head + unset + (row["table_name"], None, Status.DONE, None, None)
+        not_live = {"record_id": row["record_id"], "ord_time": ord_time, "table_name": row["table_name"]}
+        if is_loopback(row["perpetrator"], loopback_user):
+            return CLASSIFIED.row(**not_live, status=Status.DONE)
         row["event_type"] = row["event_type_text"]
         try:
             event, pairs = classify(row)
         except Rejected as exc:
-            return head + unset + (row["table_name"], None, Status.ERROR, str(exc), None)
+            return CLASSIFIED.row(**not_live, status=Status.ERROR, reason=str(exc))
         key_pairs = None
-        if event.type in ev.QUERY_BACK:
+        if event.event_type in ev.QUERY_BACK:
             key_pairs = [{"column": c, "value": v} for c, v in pairs]
-        return head + (
-            event.type, event.column, event.xds_type, event.old, event.new, event.warning,
-            row["table_name"], event.key, None, None, key_pairs,
-        )
+        event.ord_time = ord_time
+        travelling = {name: getattr(event, name) for name in EVENT.names}
+        return CLASSIFIED.row(**travelling, table_name=row["table_name"], key_pairs=key_pairs)
 
     def classify_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             if fast is not None:
                 done, batch = fast.split(batch)
                 yield from done
-            yield record_batch([classified(row) for row in batch.to_pylist()], _CLASSIFIED)
+            yield CLASSIFIED.batch([classified(row) for row in batch.to_pylist()])
 
     return classify_batches
 
 
-NOTE_COLUMNS = ("record_id", "status", "reason")
-
-
-class Note(NamedTuple):
-    """A row whose status is not S, and why."""
-
-    record_id: int
-    status: str
-    reason: str | None
+Note = NOTES.row  # a row whose status is not S, and why
 
 
 @dataclass(frozen=True)
@@ -120,7 +90,7 @@ class Census:
     low: int | None  # record_ids, None when there are no rows
     high: int | None
     shapes: tuple[RequestShape, ...]  # of the live query-back events
-    rejected: tuple[Note, ...]  # the E rows: few
+    rejected: tuple  # the E rows (Note): few
 
     @property
     def contiguous(self) -> bool:
@@ -151,7 +121,7 @@ def census(classified: DataFrame) -> Census:
             F.max("record_id").alias("high"),
             F.approx_count_distinct(F.when(asks, classified.canonical_key)).alias("objects"),
             F.collect_list(
-                F.when(classified.status == Status.ERROR, F.struct(*NOTE_COLUMNS))
+                F.when(classified.status == Status.ERROR, F.struct(*NOTES.names))
             ).alias("rejected"),
         )
         .collect()
@@ -172,30 +142,33 @@ def census(classified: DataFrame) -> Census:
 def query_back_requests(classified: DataFrame) -> DataFrame:
     """(table_name, canonical_key, key_pairs) of the live query-back events: every object
     they query back, once or more (current_state keeps one of each)."""
-    return classified.where(_asks(classified)).select(*OBJECT, "key_pairs")
+    return classified.where(_asks(classified)).select(*OBJECT_NAMES, "key_pairs")
 
 
 def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:
-    """The live rows with, first in each object, its current row (current.STATE_SCHEMA;
-    ``found`` not NULL marks it): one shuffle by object, each object's rows together and
-    in processing order. ``rows`` (how many were classified) sizes the partitions."""
+    """rows.OBJECT_ROWS: the live rows with, first in each object, its current row
+    (rows.STATE; ``found`` not NULL marks it): one shuffle by object, each object's rows
+    together and in processing order. ``rows`` (how many were classified) sizes the
+    partitions."""
     from pyspark.sql import functions as F
 
     # A fixed count, a multiple of the cores: left to itself Spark merges small shuffle
     # partitions, and 3 tasks on 2 cores leave one core idle for a third of the pass.
     cores = classified.sparkSession.sparkContext.defaultParallelism
     partitions = cores * max(2, -(-rows // (ROWS_PER_TASK * cores)))
-
-    def nulls(columns: tuple[tuple[str, str], ...]) -> list:
-        return [F.lit(None).cast(kind).alias(name) for name, kind in columns]
-
-    events = [name for name, _ in EVENT_COLUMNS]
-    live = classified.where(classified.status.isNull()).select(
-        *OBJECT, *events, *nulls(STATE_COLUMNS)
-    )
-    current = state.select(*OBJECT, *nulls(EVENT_COLUMNS), "found", "cells")
+    state_names = {name for name, _ in STATE.columns} - set(OBJECT_NAMES)
+    live = classified.where(classified.status.isNull())
+    current = state
+    for name, kind in OBJECT_ROWS.columns:  # each side's columns the other lacks, as NULLs
+        if name in state_names:
+            live = live.withColumn(name, F.lit(None).cast(kind))
+        elif name not in OBJECT_NAMES:
+            current = current.withColumn(name, F.lit(None).cast(kind))
     return (
-        live.unionByName(current)
-        .repartition(partitions, *OBJECT)
-        .sortWithinPartitions(*OBJECT, F.col("found").asc_nulls_last(), "ord_time", "record_id")
+        live.select(*OBJECT_ROWS.names)
+        .unionByName(current.select(*OBJECT_ROWS.names))
+        .repartition(partitions, *OBJECT_NAMES)
+        .sortWithinPartitions(
+            *OBJECT_NAMES, F.col("found").asc_nulls_last(), "ord_time", "record_id"
+        )
     )

@@ -1,5 +1,5 @@
-"""The rules of PUBLISHER.md section 4 in plain Python: what a log row is (its event, or why
-it cannot be published), and how one object's events reduce to commands.
+"""The rules in plain Python: what an event-log row is (docs/event-log.md, docs/table-key.md,
+docs/statuses.md), and how one object's events become commands (docs/reduction.md).
 
 The Spark cycle runs them in the executors, one object at a time after a shuffle by object;
 the row-at-a-time publisher of bench/ runs them in a loop. Both take the current row of a
@@ -15,33 +15,33 @@ from typing import Any
 
 from grammar import TableKeyError, format_table_key, parse_table_key
 from publisher.model import events as ev
-from publisher.model import values
 from publisher.model.catalogue import Catalogue, Column, Table
+from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
+from publisher.model.statuses import Status
+from publisher.model.value_text import InvalidValue, forbidden_position, key_text, xds_text
 
-TRUE_WORDS = ("1", "true", "t", "y", "yes", "on")
-FALSE_WORDS = ("0", "false", "f", "n", "no", "off")
-# \Z, not $: a trailing newline is not part of a number.
-DIGITS = re.compile(r"^-?[0-9]+\Z")
-KEY_INT = re.compile(r"^-?[0-9]{1,19}\Z")
-BIGINT = range(-(2**63), 2**63)  # an integer key's values: query-back matches them as such
 TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
+_TEXT_COLUMNS = ("table_key", "table_name", "column_name", "old_value", "new_value")
 Cell = tuple[str, str, "str | None"]  # (column, xds_type, text) of a row read back
 KeyPairs = list[tuple[str, str]]
 # A query-back's read: the current row's non-key cells (None: vanished) and each bad
 # cell's error, by column.
 ReadBack = Callable[[], tuple["list[Cell] | None", dict[str, str]]]
+Statuses = dict[int, tuple[str, "str | None"]]  # record_id: (letter, reason)
 
 
 @dataclass(slots=True)
 class Event:
+    """A live row. Its first fields are what travels between the passes (rows.EVENT)."""
+
     record_id: int
-    type: int
-    column: str | None
+    event_type: int
+    column_name: str | None
     xds_type: str | None  # the column's
-    old: str | None  # log values as XDS text: a type 2's old, a type 1-3's new
-    new: str | None
+    old_text: str | None  # log values as XDS text: a type 2's old, a type 1-3's new
+    new_text: str | None
     warning: str | None  # the table_key was not canonical
-    key: str = ""  # the canonical table_key
+    canonical_key: str = ""
     ord_time: float = 0.0  # processing order is (ord_time, record_id)
     error: str | None = None  # the row read back cannot be published
     superseded: bool = False
@@ -52,49 +52,43 @@ class Rejected(Exception):
     """A row that cannot become XDS: status E, with this reason."""
 
 
-def log_text(raw: str, column: Column) -> str:
-    """A value of the log as XDS text for its column; ValueError when not valid for it."""
-    trimmed, kind = raw.strip(" "), column.xds_type
-    if kind == values.INT and DIGITS.search(trimmed):
-        return trimmed
-    if kind == values.STATE and trimmed.lower() in TRUE_WORDS + FALSE_WORDS:
-        return "true" if trimmed.lower() in TRUE_WORDS else "false"
-    if kind == values.TIME:
-        if DIGITS.search(trimmed):
-            return trimmed
-        return str(values.epoch_seconds(trimmed))  # time of day, or ISO date-time
-    if kind in (values.INT, values.STATE):
-        raise ValueError(raw)
-    return raw.rstrip(" ") if column.is_char else raw
-
-
-def _forbidden(name: str, text: object) -> None:
-    if text is not None and (position := values.forbidden_position(str(text))):
+def _forbidden(name: str, text: str | None) -> None:
+    if text is not None and (position := forbidden_position(text)):
         raise Rejected(f"{name} has a character XML 1.0 cannot carry at position {position}")
 
 
 class Classifier:
-    """What a log row is: ``classifier(row)`` gives its event and key pairs, or raises
-    Rejected with the first reason (the order of the checks is the order of the reasons).
+    """What a log row is: ``classifier(row)`` gives its event and canonical key pairs, or
+    raises Rejected with the first reason (the order of the checks is the order of the
+    reasons). ``max_value_length``: the longest table_key or rendered value taken.
     No cache of keys: in a record_id range each object recurs too seldom to pay for one."""
 
-    def __init__(self, catalogue: Catalogue) -> None:
+    def __init__(self, catalogue: Catalogue, max_value_length: int | None = None) -> None:
         self.catalogue = catalogue
+        self.max_value_length = max_value_length
 
     def __call__(self, row: Mapping[str, Any]) -> tuple[Event, KeyPairs]:
         raw_type = row["event_type"]
         if raw_type is None:
             raise Rejected("event_type is NULL")
-        text = str(raw_type).strip(" ")
-        t = int(text) if TYPE_TEXT.search(text) else None
+        type_text = str(raw_type).strip(" ")
+        t = int(type_text) if TYPE_TEXT.search(type_text) else None
         if t not in ev.KNOWN:
             raise Rejected(f"unknown event_type {raw_type}")
+        # As text whatever the database stored (SQLite keeps a number a trigger wrote).
+        text = {name: None if row[name] is None else str(row[name]) for name in _TEXT_COLUMNS}
         for name in ("table_name", "table_key"):
-            if row[name] is None:
+            if text[name] is None:
                 raise Rejected(f"{name} is NULL")
+        rendered = {
+            "old_value": t in ev.OLD_VALUE_RENDERED,
+            "new_value": t in ev.NEW_VALUE_RENDERED,
+        }
+        for name in ("table_key", *(n for n, shown in rendered.items() if shown)):
+            self._check_length(name, text[name])
         for name in ("table_key", "table_name", "column_name"):
-            _forbidden(name, row[name])
-        table_key, table_name, column_name = row["table_key"], row["table_name"], row["column_name"]
+            _forbidden(name, text[name])
+        table_key, table_name, column_name = text["table_key"], text["table_name"], text["column_name"]
         table, pairs, canonical = self._checked_key(table_name, table_key)
         column = table.column(column_name) if column_name is not None else None
         if t in ev.PER_FIELD and column_name is None:
@@ -102,15 +96,15 @@ class Classifier:
         if t in ev.PER_FIELD and column is None:
             raise Rejected(f"column {column_name} is not in table {table_name}")
         texts: dict[str, str | None] = {"old_value": None, "new_value": None}
-        for name, rendered in (("old_value", t == 2), ("new_value", t in ev.FIELD_NON_QUERY_BACK)):
-            raw = row[name]
-            if not rendered or raw is None:
+        for name, shown in rendered.items():
+            raw = text[name]
+            if not shown or raw is None:
                 continue
             _forbidden(name, raw)
             try:
-                texts[name] = log_text(str(raw), column)
-            except ValueError:
-                raise Rejected(f"{name} {raw} is not a valid {column.xds_type} value") from None
+                texts[name] = xds_text(raw, column.xds_type, column.is_char)
+            except InvalidValue as exc:
+                raise Rejected(f"{name} {exc}") from None
         warning = None
         if canonical != table_key:
             warning = f"table_key {table_key} is not canonical; published as {canonical}"
@@ -118,10 +112,16 @@ class Classifier:
         event = Event(row["record_id"], t, column_name, xds_type, *texts.values(), warning, canonical)
         return event, pairs
 
+    def _check_length(self, name: str, text: str | None) -> None:
+        limit = self.max_value_length
+        if limit is not None and text is not None and len(text) > limit:
+            raise Rejected(f"{name} is longer than {limit} characters")
+
     def _checked_key(self, table_name: str, table_key: str) -> tuple[Table, KeyPairs, str]:
-        """The table, the key's pairs and its canonical text; Rejected if the key is bad."""
+        """The table, the key's canonical pairs (in the table's key order) and its text;
+        Rejected if the key is bad or does not name exactly the table's key columns."""
         try:
-            pairs = parse_table_key(table_key)
+            pairs = dict(parse_table_key(table_key))
         except TableKeyError as exc:
             raise Rejected(f"malformed table_key: {exc}") from None
         table = self.catalogue.tables.get(table_name)
@@ -129,51 +129,74 @@ class Classifier:
             raise Rejected(
                 f"table {table_name} is not in the published schema {self.catalogue.schema}"
             )
-        if any(table.column(c) is None for c, _ in pairs):
-            raise Rejected(f"a table_key column is not a column of {table_name}")
-        for c, v in pairs:
-            if table.column(c).xds_type != values.INT:
-                continue
-            if not KEY_INT.search(v):
-                raise Rejected(f"table_key value {v} of {c} is not an integer")
-            if int(v) not in BIGINT:
-                raise Rejected(f"table_key value {v} of {c} is not a 64-bit integer")
-        return table, pairs, format_table_key(pairs)
+        if set(pairs) != set(table.key_columns):
+            named = "+".join(pairs)
+            if not table.key_columns:
+                raise Rejected(f"table {table_name} has no key (no primary key, no pk_ column)")
+            raise Rejected(
+                f"table_key names {named}; the key of {table_name} is {'+'.join(table.key_columns)}"
+            )
+        canonical = [(c, _key_value(table.column(c), pairs[c])) for c in table.key_columns]
+        return table, canonical, format_table_key(canonical)
 
 
-def reduce_object(
-    events: list[Event], read: ReadBack, statuses: dict[int, tuple[str, str | None]]
-) -> list[tuple[str, list[Event]]]:
-    """Precedence (section 4) over one object's live events, in processing order: every
-    event's status into ``statuses``, and the runs of one command kind that remain."""
-    deletes = [i for i, e in enumerate(events) if e.type == ev.EventType.DELETE_ROW]
+def _key_value(column: Column, value: str) -> str:
+    try:
+        return key_text(value, column.xds_type, column.is_char)
+    except InvalidValue as exc:
+        raise Rejected(f"table_key value {exc.value} of {column.name} {exc.reason}") from None
+
+
+def object_commands(
+    table_name: str, schema: str, events: list[Event], read: ReadBack, statuses: Statuses
+) -> list[Command]:
+    """One object's live events, in processing order, as its commands (docs/reduction.md);
+    every event's status into ``statuses``. A modify left without attributes is not sent
+    (e.g. a query-back of a vanished row)."""
+    commands = []
+    for kind, run in _runs(events, read, statuses):
+        attrs = _attrs_of(run)
+        if kind == CommandKind.MODIFY and not attrs:
+            continue
+        head = run[0]
+        where = association(head.canonical_key, table_name, schema)
+        commands.append(Command(kind, table_name, head.record_id, where, attrs, head.ord_time))
+    return commands
+
+
+def _runs(
+    events: list[Event], read: ReadBack, statuses: Statuses
+) -> list[tuple[CommandKind, list[Event]]]:
+    """Precedence over one object's live events: every event's status into ``statuses``,
+    and the runs of one command kind that remain."""
+    deletes = [i for i, e in enumerate(events) if e.event_type == ev.EventType.DELETE_ROW]
     after_last_delete = events[deletes[-1] + 1 :] if deletes else events
     effective = []  # query-back events before a delete have no effect, and are not read
     for e in after_last_delete:
-        if e.type in ev.QUERY_BACK:
+        if e.event_type in ev.QUERY_BACK:
             e.cells, errors = read()
-            whole_row = e.type in ev.ROW_QUERY_BACK
-            e.error = next(iter(errors.values()), None) if whole_row else errors.get(e.column)
+            whole_row = e.event_type in ev.ROW_QUERY_BACK
+            e.error = next(iter(errors.values()), None) if whole_row else errors.get(e.column_name)
             if e.error:
                 continue
         effective.append(e)
-    row_qb = any(e.type in ev.ROW_QUERY_BACK for e in effective)
-    field_qb = {e.column for e in effective if e.type in ev.FIELD_QUERY_BACK}
+    row_qb = any(e.event_type in ev.ROW_QUERY_BACK for e in effective)
+    field_qb = {e.column_name for e in effective if e.event_type in ev.FIELD_QUERY_BACK}
     for e in effective:
-        if e.type in ev.FIELD_NON_QUERY_BACK:
-            e.superseded = row_qb or e.column in field_qb
-        elif e.type in ev.FIELD_QUERY_BACK:
+        if e.event_type in ev.FIELD_NON_QUERY_BACK:
+            e.superseded = row_qb or e.column_name in field_qb
+        elif e.event_type in ev.FIELD_QUERY_BACK:
             e.superseded = row_qb
-    runs: list[tuple[str, list[Event]]] = []
+    runs: list[tuple[CommandKind, list[Event]]] = []
     for e in events:
         if e.error:
-            statuses[e.record_id] = (ev.Status.ERROR, e.error)
+            statuses[e.record_id] = (Status.ERROR, e.error)
         elif e.superseded:
-            statuses[e.record_id] = (ev.Status.DONE, None)
+            statuses[e.record_id] = (Status.DONE, None)
         else:
-            warned = (ev.Status.WARNED, e.warning)
-            statuses[e.record_id] = warned if e.warning else (ev.Status.DONE, None)
-            kind = ev.COMMAND_KIND[e.type]
+            warned = (Status.WARNED, e.warning)
+            statuses[e.record_id] = warned if e.warning else (Status.DONE, None)
+            kind = ev.COMMAND_KIND[e.event_type]
             if runs and runs[-1][0] == kind:
                 runs[-1][1].append(e)
             else:
@@ -181,26 +204,19 @@ def reduce_object(
     return runs
 
 
-def attrs_of(run: list[Event]) -> list[dict]:
+def _attrs_of(run: list[Event]) -> tuple[Attr, ...]:
     """The add-attr/modify-attr pieces of one run in event order; query-back fields once.
-    A modify run without any is not sent (e.g. a query-back of a vanished row)."""
+    An empty piece adds nothing: a type 1 or 2 with nothing to add or remove."""
     attrs, seen = [], set()
     for e in run:
-        if e.type in ev.FIELD_OPS and (
-            e.new is not None or (e.type == 2 and e.old is not None) or e.type == 3
+        op = ev.FIELD_OPS.get(e.event_type)
+        if op is not None and (
+            e.new_text is not None or (op == AttrOp.MODIFY and e.old_text is not None)
+            or op == AttrOp.REPLACE
         ):
-            attrs.append(
-                {
-                    "op": ev.FIELD_OPS[e.type],
-                    "name": e.column,
-                    "type": e.xds_type,
-                    "old": e.old,
-                    "new": e.new,
-                }
-            )
+            attrs.append(Attr(op, e.column_name, e.xds_type, e.old_text, e.new_text))
         for name, xds_type, text in e.cells or ():
-            if name not in seen and (e.type in ev.ROW_QUERY_BACK or name == e.column):
+            if name not in seen and (e.event_type in ev.ROW_QUERY_BACK or name == e.column_name):
                 seen.add(name)
-                cell = {"name": name, "type": xds_type, "old": None, "new": text}
-                attrs.append(cell | {"op": "replace"})
-    return attrs
+                attrs.append(Attr(AttrOp.REPLACE, name, xds_type, None, text))
+    return tuple(attrs)

@@ -1,5 +1,5 @@
 """Every row's status as ranges of consecutive record_ids that share a letter, so the
-write-back is a few range statements, not one per row (PUBLISHER.md section 6).
+write-back is a few range statements, not one per row (docs/statuses.md).
 
 A cycle's rows are S but for a few (E and W, which the driver holds anyway to report them).
 So the ranges are the runs of consecutive record_ids read, found in each read partition
@@ -13,9 +13,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from publisher.model.events import Status, StatusRange
-
-_RUN_SCHEMA = pa.schema([("low", pa.int64()), ("high", pa.int64())])
+from publisher.model.rows import RUNS
+from publisher.model.statuses import Status, StatusRange
 
 
 def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -27,13 +26,13 @@ def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     starts = np.flatnonzero(np.concatenate(([True], np.diff(ids) != 1)))
     ends = np.concatenate((starts[1:] - 1, [len(ids) - 1]))
     yield pa.RecordBatch.from_arrays(
-        [pa.array(ids[starts]), pa.array(ids[ends])], schema=_RUN_SCHEMA
+        [pa.array(ids[starts]), pa.array(ids[ends])], schema=RUNS.arrow
     )
 
 
 def id_runs(rows: DataFrame) -> list[tuple[int, int]]:
     """Maximal runs (low, high) of consecutive record_ids among ``rows``, in order."""
-    runs = rows.select("record_id").mapInArrow(_runs, "low BIGINT, high BIGINT").collect()
+    runs = rows.select("record_id").mapInArrow(_runs, RUNS.ddl).collect()
     merged: list[tuple[int, int]] = []
     for low, high in sorted((r.low, r.high) for r in runs):
         if merged and merged[-1][1] + 1 == low:

@@ -1,4 +1,4 @@
-"""Commands to XDS XML (PUBLISHER.md sections 4 and 8).
+"""Commands to XDS XML (docs/rendering.md).
 
 The envelope and the add, modify and delete skeletons are read from ``xds_templates/`` so
 an operator can change the product text or dtdversion without touching code. A command is
@@ -14,6 +14,7 @@ from importlib import resources
 
 from lxml import etree
 
+from publisher.model.commands import Attr, AttrOp, Command, CommandKind
 
 _INPUT_MARK = "@@xdspub-commands@@"
 _INDENT = "  "
@@ -39,7 +40,7 @@ def _modify_attr(
     command: etree._Element, name: str, xds_type: str, op: str, has_old: bool, has_new: bool
 ) -> None:
     element = etree.SubElement(command, "modify-attr", {"attr-name": name})
-    if op != "modify":
+    if op != AttrOp.MODIFY:
         etree.SubElement(element, "remove-all-values")
     elif has_old:
         _value(etree.SubElement(element, "remove-value"), xds_type)
@@ -50,45 +51,43 @@ def _modify_attr(
 Shape = tuple[tuple, ...]  # one entry per attribute: what its elements are, not its values
 
 
-def _shape(kind: str, attrs: Sequence[dict]) -> tuple[Shape, list[str | None]]:
+def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str | None]]:
     """The command's elements, and the texts of its <value> elements in document order."""
     shape, texts = [], []
     for attr in attrs:
-        if kind == "add":
-            shape.append((attr["name"], attr["type"]))
-            texts.append(attr["new"])
+        if kind == CommandKind.ADD:
+            shape.append((attr.name, attr.xds_type))
+            texts.append(attr.new)
             continue
-        old = attr["old"] if attr["op"] == "modify" else None
-        shape.append((attr["name"], attr["type"], attr["op"], old is not None, attr["new"] is not None))
-        texts.extend(text for text in (old, attr["new"]) if text is not None)
+        old = attr.old if attr.op == AttrOp.MODIFY else None
+        shape.append((attr.name, attr.xds_type, attr.op, old is not None, attr.new is not None))
+        texts.extend(text for text in (old, attr.new) if text is not None)
     return tuple(shape), texts
 
 
 @lru_cache(maxsize=4096)
-def _template(kind: str, class_name: str, shape: Shape) -> etree._Element:
+def _template(kind: CommandKind, class_name: str, shape: Shape) -> etree._Element:
     """The command with every element in place and indented, its values still empty:
     copying it costs one call into lxml, building it one call per element."""
     command = _skeleton(kind).__copy__()  # whole, as lxml copies; copy.deepcopy only adds cost
     command.set("class-name", class_name)
     for attr in shape:
-        (_add_attr if kind == "add" else _modify_attr)(command, *attr)
+        (_add_attr if kind == CommandKind.ADD else _modify_attr)(command, *attr)
     etree.indent(command, space=_INDENT, level=_LEVEL)
     return command
 
 
-def command_xml(
-    kind: str, class_name: str, event_id: int, association: str, attrs: Sequence[dict] | None
-) -> bytes:
+def command_xml(command: Command) -> bytes:
     """One add, modify or delete command as whole lines, indented for its place in
-    <nds><input>. ``attrs``: rules.attrs_of (op, name, type, old, new)."""
-    shape, texts = _shape(kind, attrs or ())
-    command = _template(kind, class_name, shape).__copy__()
-    command.set("event-id", str(event_id))
+    <nds><input>."""
+    shape, texts = _shape(command.kind, command.attrs)
+    element = _template(command.kind, command.class_name, shape).__copy__()
+    element.set("event-id", str(command.event_id))
     # An indented leaf keeps its text as set: filling the template after indenting it gives
     # the bytes that indenting the filled command would.
-    for element, text in zip(command.iter("association", "value"), (association, *texts)):
-        element.text = text
-    return _line(command)
+    for node, text in zip(element.iter("association", "value"), (command.association, *texts)):
+        node.text = text
+    return _line(element)
 
 
 def _line(command: etree._Element) -> bytes:

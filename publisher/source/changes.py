@@ -1,5 +1,5 @@
 """Changes from the other formats, staged for the shared pipeline: the readers' ChangeEvents
-written as event log rows (event_log.PENDING_SCHEMA) into Parquet files that Spark reads,
+written as event log rows (rows.PENDING) into Parquet files that Spark reads,
 and the catalogue those events imply.
 
 A change stream is read once, in order, by the driver (a transaction is whole only at its
@@ -16,14 +16,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from publisher.model import values
+from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.model.changes import ChangeEvent
-from publisher.model.columns import arrow_schema
-from publisher.source.event_log import PENDING_COLUMNS
+from publisher.model.rows import PENDING
 
 CHUNK_ROWS = 50_000
-_ROWS = arrow_schema(PENDING_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class _Tables:
         tables = {}
         for name, keys in self.keys.items():
             names = keys + [c for c in self.columns[name] if c not in keys]
-            columns = tuple(Column(c, i, values.STRING, False) for i, c in enumerate(names, 1))
+            columns = tuple(Column(c, i, value_text.STRING, False) for i, c in enumerate(names, 1))
             tables[name] = Table(name, columns, tuple(keys))
         return Catalogue(self.schema, tables)
 
@@ -68,8 +66,8 @@ def stage_changes(events: Iterable[ChangeEvent], directory: Path, schema: str) -
 
     def flush() -> None:
         nonlocal files
-        columns = [pa.array(list(c), type=f.type) for c, f in zip(zip(*chunk), _ROWS)]
-        pq.write_table(pa.Table.from_arrays(columns, schema=_ROWS), directory / f"part-{files:05d}.parquet")
+        table = pa.Table.from_batches([PENDING.batch(chunk)])
+        pq.write_table(table, directory / f"part-{files:05d}.parquet")
         files += 1
         chunk.clear()
 
@@ -77,13 +75,21 @@ def stage_changes(events: Iterable[ChangeEvent], directory: Path, schema: str) -
         rows += 1
         tables.see(event)
         chunk.append(
-            (rows, event.table_key, str(int(event.event_type)), 0.0, None, event.table_name,
-             event.column_name, event.old_value, event.new_value)
+            PENDING.row(
+                record_id=rows,
+                table_key=event.table_key,
+                event_type_text=str(int(event.event_type)),
+                event_order=0.0,
+                table_name=event.table_name,
+                column_name=event.column_name,
+                old_value=event.old_value,
+                new_value=event.new_value,
+            )
         )
         if len(chunk) == CHUNK_ROWS:
             flush()
     if chunk:
         flush()
     if not files:  # an empty stream: one empty file, so that Spark knows the columns
-        pq.write_table(_ROWS.empty_table(), directory / "part-00000.parquet")
+        pq.write_table(PENDING.arrow.empty_table(), directory / "part-00000.parquet")
     return StagedChanges(directory, tables.catalogue(), rows)

@@ -1,5 +1,5 @@
-"""The event log table (PUBLISHER.md section 1): its columns, and the pending rows as a
-Spark DataFrame read through Spark's JDBC source."""
+"""The event log table (docs/event-log.md): its columns, and the pending rows as a Spark
+DataFrame read through Spark's JDBC source."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
-from publisher.model.columns import ddl
-from publisher.model.events import EVENT_LOG_COLUMNS, Status
+from publisher.model.events import EVENT_LOG_COLUMNS
+from publisher.model.rows import PENDING
+from publisher.model.statuses import Status
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
@@ -18,19 +19,9 @@ from publisher.source.jdbc import read_query
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# What the JDBC read yields, whatever types the database reports.
-PENDING_COLUMNS = (
-    ("record_id", "BIGINT"),
-    ("table_key", "STRING"),
-    ("event_type_text", "STRING"),
-    ("event_order", "DOUBLE"),
-    ("perpetrator", "STRING"),
-    ("table_name", "STRING"),
-    ("column_name", "STRING"),
-    ("old_value", "STRING"),
-    ("new_value", "STRING"),
-)
-PENDING_SCHEMA = ddl(PENDING_COLUMNS)
+# Text columns a row could make huge: each is read up to the Maximum Value Length and one
+# character more, so that a longer value is seen (and its row rejected) without its bulk.
+_BOUNDED = ("table_key", "perpetrator", "table_name", "column_name", "old_value", "new_value")
 
 
 @dataclass(frozen=True)
@@ -71,30 +62,31 @@ def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> E
     return EventLog(table, by_role)
 
 
-def pending_select(
-    log: EventLog, dialect: Dialect, future_events: bool, limit: int | None
-) -> sa.Select:
-    """The pending rows of one cycle (section 4); with a limit, the first in processing
-    order. Spark does the ordering otherwise."""
+def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Select:
+    """The pending rows of one cycle (rows.PENDING; docs/event-log.md); with a Query Limit,
+    the first in processing order. Spark does the ordering otherwise."""
     c = log.column
     event_order = dialect.time_order(c("event_time"))
+    longest = settings.max_value_length + 1
+
+    def column(role: str, label: str | None = None) -> sa.ColumnElement:
+        value = sa.func.substr(c(role), 1, longest) if role in _BOUNDED else c(role)
+        return value.label(label or role)
+
     query = sa.select(
-        c("record_id").label("record_id"),
-        c("table_key").label("table_key"),
-        c("event_type").label("event_type_text"),  # text: 2.5 must not read as 2
-        event_order.label("event_order"),
-        c("perpetrator").label("perpetrator"),
-        c("table_name").label("table_name"),
-        c("column_name").label("column_name"),
-        c("old_value").label("old_value"),
-        c("new_value").label("new_value"),
+        *(
+            event_order.label(name) if name == "event_order"
+            else column("event_type", name) if name == "event_type_text"  # text: 2.5 is not 2
+            else column(name)
+            for name in PENDING.names
+        )
     ).where(c("status") == Status.NEW)
-    if future_events:
+    if settings.future_events:
         query = query.where(event_order <= dialect.time_order(dialect.now()))
-    if not limit:
+    if not settings.query_limit:
         return query
-    order = (event_order, c("record_id")) if future_events else (c("record_id"),)
-    return query.order_by(*order).limit(limit)
+    order = (event_order, c("record_id")) if settings.future_events else (c("record_id"),)
+    return query.order_by(*order).limit(settings.query_limit)
 
 
 def read_pending(
@@ -102,14 +94,14 @@ def read_pending(
 ) -> DataFrame:
     """The cycle's pending rows, read in record_id ranges. The caller fixes them (a local
     checkpoint) before it uses them twice, so that later steps never re-read the table."""
-    query = pending_select(log, dialect, settings.future_events, settings.query_limit)
+    query = pending_select(log, dialect, settings)
     pending = query.subquery()
     with engine.connect() as conn:
         low, high, rows = conn.execute(
             sa.select(sa.func.min(pending.c.record_id), sa.func.max(pending.c.record_id), sa.func.count())
         ).one()
     split = ("record_id", low, high, rows) if rows else None
-    return read_query(spark, engine, dialect, query, PENDING_SCHEMA, split)
+    return read_query(spark, engine, dialect, query, PENDING.ddl, split)
 
 
 def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:

@@ -1,6 +1,9 @@
-"""Query-back (PUBLISHER.md section 2): the current rows of a published table, read through
-Spark's JDBC source. Every column is read as text, binary ones as bytes, so that Spark
-applies one set of XDS value rules whatever the database."""
+"""Query-back reads (docs/rendering.md, Query-back): the current rows of a published table.
+
+Every column is selected as the database's own text (binary columns as bytes), so that one
+rule (model/value_text.py) turns them into XDS text whatever reads them: Spark's JDBC source
+here, or the row publisher of bench/ with SQLAlchemy. Key values are bound as values,
+never spliced into the SQL; names come from the reflected catalogue only."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from publisher.model import values
+from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
@@ -22,8 +25,33 @@ if TYPE_CHECKING:
 KEYED_READ_LIMIT = 1_000
 
 
-def _spark_type(xds_type: str) -> str:
-    return "BINARY" if xds_type == values.OCTET else "STRING"
+def current_select(
+    table: Table,
+    schema: str | None,
+    key_names: Sequence[str],
+    wanted: Sequence[Sequence[str]] | None,
+    raw: str | None = None,
+) -> sa.Select:
+    """The rows of ``table`` whose ``key_names`` hold one of ``wanted`` (key texts), or
+    every row when ``wanted`` is None. ``raw``: a column selected as it is, not as text
+    (the integer column a partitioned read splits on)."""
+    source = sa.table(table.name, *(sa.column(c.name) for c in table.columns), schema=schema)
+    selected = [
+        source.c[c.name] if c.xds_type == value_text.OCTET or c.name == raw
+        else sa.cast(source.c[c.name], sa.Text).label(c.name)
+        for c in table.columns
+    ]
+    query = sa.select(*selected)
+    if wanted is None:
+        return query
+    columns = [table.column(name) for name in key_names]
+    binds = [
+        tuple(int(v) if c.xds_type == value_text.INT else v for c, v in zip(columns, key))
+        for key in wanted
+    ]
+    if len(key_names) == 1:
+        return query.where(source.c[key_names[0]].in_([b[0] for b in binds]))
+    return query.where(sa.tuple_(*(source.c[n] for n in key_names)).in_(binds))
 
 
 def read_current(
@@ -35,28 +63,22 @@ def read_current(
     key_names: Sequence[str],
     wanted: list[tuple[str, ...]] | None,
 ) -> DataFrame:
-    """The rows of ``table`` whose ``key_names`` columns hold one of ``wanted`` (text
-    values), or every row when ``wanted`` is None."""
+    """``current_select`` through Spark's JDBC source: every column a string, binary ones
+    bytes. A whole read of a table with an integer key is split in ranges of it."""
     schema = catalogue.schema if dialect.has_schemas else None
-    sa_table = sa.table(table.name, *(sa.column(c.name) for c in table.columns), schema=schema)
-    query = sa.select(sa_table)
-    split = None
-    if wanted is not None:
-        key_columns = [table.column(name) for name in key_names]
-        binds = [
-            tuple(int(v) if c.xds_type == values.INT else v for c, v in zip(key_columns, key))
-            for key in wanted
-        ]
-        if len(key_names) == 1:
-            query = query.where(sa_table.c[key_names[0]].in_([b[0] for b in binds]))
-        else:
-            query = query.where(sa.tuple_(*(sa_table.c[n] for n in key_names)).in_(binds))
-    elif table.column(key_names[0]).xds_type == values.INT:
-        key = sa_table.c[key_names[0]]
+    split = raw = None
+    if wanted is None and table.column(key_names[0]).xds_type == value_text.INT:
+        raw = key_names[0]
+        source = sa.table(table.name, sa.column(raw), schema=schema)
+        key = source.c[raw]
         with engine.connect() as conn:
             low, high, rows = conn.execute(
-                sa.select(sa.func.min(key), sa.func.max(key), sa.func.count()).select_from(sa_table)
+                sa.select(sa.func.min(key), sa.func.max(key), sa.func.count()).select_from(source)
             ).one()
-        split = (key_names[0], low, high, rows) if rows else None
-    columns = ", ".join(f"`{c.name}` {_spark_type(c.xds_type)}" for c in table.columns)
+        split = (raw, low, high, rows) if rows else None
+    query = current_select(table, schema, key_names, wanted, raw)
+    columns = ", ".join(
+        f"`{c.name}` {'BINARY' if c.xds_type == value_text.OCTET else 'STRING'}"
+        for c in table.columns
+    )
     return read_query(spark, engine, dialect, query, columns, split)

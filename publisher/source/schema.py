@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from publisher.model import values
+from publisher.model import value_text as values
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, Table
 from publisher.source.dialects import Dialect
 

@@ -1,0 +1,53 @@
+"""The XDS commands reduction hands to rendering (docs/rendering.md): typed, so that the
+renderer reads fields, not string keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class CommandKind(StrEnum):
+    """The command an event type makes (docs/event-types.md); also its skeleton's name
+    in xds_templates/."""
+
+    ADD = "add"
+    MODIFY = "modify"
+    DELETE = "delete"
+
+
+class AttrOp(StrEnum):
+    """How an attribute's values change (docs/rendering.md)."""
+
+    ADD = "add"  # type 1: add-attr, or add-value in a modify
+    MODIFY = "modify"  # type 2: remove-value of the old value, then add-value of the new
+    REPLACE = "replace"  # type 3 and query-back: remove-all-values, then add-value
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """One add-attr or modify-attr: ``old`` is rendered only by MODIFY."""
+
+    op: AttrOp
+    name: str
+    xds_type: str
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One add, modify or delete of an object, placed at its first event: ``event_id`` is
+    that event's record_id and ``ord_time`` its time order (0 without future events)."""
+
+    kind: CommandKind
+    class_name: str
+    event_id: int
+    association: str
+    attrs: tuple[Attr, ...] = ()
+    ord_time: float = 0.0
+
+
+def association(canonical_key: str, class_name: str, schema: str) -> str:
+    """An object's association (docs/rendering.md, Association)."""
+    return f"{canonical_key},table={class_name},schema={schema}"

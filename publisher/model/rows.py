@@ -1,0 +1,132 @@
+"""The shapes of the rows that travel between the cycle's passes, each declared once as
+(name, Spark SQL type) pairs. A shape gives the DDL string Spark takes, the Arrow schema
+the Python passes build, and a row type: a named tuple whose fields default to None, so
+that every module builds a row by its columns' names, never by position.
+
+    PENDING     the event log rows a cycle reads (source/event_log.py, source/changes.py)
+    CLASSIFIED  each pending row's event, or its status when it is not live (reduce/pipeline.py)
+    CURRENT     a query-back table's current row: its key as matched, its cells
+    STATE       a requested object's current row, found or not (reduce/current.py)
+    OBJECT_ROWS an object's live events and its current row, after the shuffle by object
+    REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
+    PIECES      what a document writer reports (delivery/ordered.py)
+    RUNS        runs of consecutive record_ids (reduce/status_ranges.py)
+    NOTES       rows whose status is not S, and why
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+Columns = tuple[tuple[str, str], ...]
+
+KEY_PAIRS = "ARRAY<STRUCT<column: STRING, value: STRING>>"
+# A current row's non-key columns in table order: the XDS text of each value, or why it
+# cannot be published.
+CELLS = "ARRAY<STRUCT<column_name: STRING, xds_type: STRING, value: STRING, value_error: STRING>>"
+_ARROW = {
+    "BIGINT": pa.int64(),
+    "INT": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "STRING": pa.string(),
+    "BINARY": pa.binary(),
+    KEY_PAIRS: pa.list_(pa.struct([("column", pa.string()), ("value", pa.string())])),
+    CELLS: pa.list_(
+        pa.struct([(name, pa.string()) for name in ("column_name", "xds_type", "value", "value_error")])
+    ),
+}
+
+
+class RowShape:
+    """One row shape: ``ddl``, ``arrow``, ``names`` and ``row`` (the named tuple type)."""
+
+    def __init__(self, name: str, columns: Columns) -> None:
+        self.columns = columns
+        self.names = tuple(column for column, _ in columns)
+        self.ddl = ", ".join(f"{column} {kind}" for column, kind in columns)
+        self.arrow = pa.schema([(column, _ARROW[kind]) for column, kind in columns])
+        self.row = namedtuple(name, self.names, defaults=(None,) * len(columns))
+
+    def batch(self, rows: Sequence[tuple]) -> pa.RecordBatch:
+        """Rows (of ``row``, or tuples in column order) as one Arrow batch."""
+        columns = zip(*rows) if rows else ([] for _ in self.names)
+        return pa.RecordBatch.from_arrays(
+            [pa.array(list(c), type=f.type) for c, f in zip(columns, self.arrow)],
+            schema=self.arrow,
+        )
+
+
+OBJECT = (("table_name", "STRING"), ("canonical_key", "STRING"))
+# What a live event carries to the object pass (rules.Event's first fields, in its order).
+EVENT = RowShape(
+    "EventRow",
+    (
+        ("record_id", "BIGINT"),
+        ("event_type", "INT"),
+        ("column_name", "STRING"),
+        ("xds_type", "STRING"),
+        ("old_text", "STRING"),
+        ("new_text", "STRING"),
+        ("warning", "STRING"),
+        ("canonical_key", "STRING"),
+        ("ord_time", "DOUBLE"),
+    ),
+)
+PENDING = RowShape(
+    "PendingRow",
+    (
+        ("record_id", "BIGINT"),
+        ("table_key", "STRING"),
+        ("event_type_text", "STRING"),  # text: 2.5 must not read as 2
+        ("event_order", "DOUBLE"),
+        ("perpetrator", "STRING"),
+        ("table_name", "STRING"),
+        ("column_name", "STRING"),
+        ("old_value", "STRING"),
+        ("new_value", "STRING"),
+    ),
+)
+CLASSIFIED = RowShape(
+    "ClassifiedRow",
+    (
+        *EVENT.columns,
+        ("table_name", "STRING"),
+        ("status", "STRING"),  # NULL: live; S: loopback; E: rejected
+        ("reason", "STRING"),
+        ("key_pairs", KEY_PAIRS),  # query-back events only: what the current rows match
+    ),
+)
+CURRENT = RowShape("CurrentRow", (("match", "STRING"), ("cells", CELLS)))
+STATE = RowShape("StateRow", (*OBJECT, ("found", "BOOLEAN"), ("cells", CELLS)))
+OBJECT_ROWS = RowShape(
+    "ObjectRow",
+    (*OBJECT, *(c for c in EVENT.columns if c[0] != "canonical_key"), *STATE.columns[2:]),
+)
+REDUCED = RowShape(
+    "ReducedRow",
+    (
+        ("cmd_time", "DOUBLE"),
+        ("cmd_id", "BIGINT"),
+        ("xml", "BINARY"),
+        ("record_id", "BIGINT"),
+        ("status", "STRING"),
+        ("reason", "STRING"),
+    ),
+)
+PIECES = RowShape(
+    "Piece",
+    (
+        ("document", "BIGINT"),
+        ("position", "BIGINT"),
+        ("event_id", "BIGINT"),
+        ("path", "STRING"),
+        ("xml", "BINARY"),
+        ("error", "STRING"),
+    ),
+)
+NOTES = RowShape("Note", (("record_id", "BIGINT"), ("status", "STRING"), ("reason", "STRING")))
+RUNS = RowShape("Run", (("low", "BIGINT"), ("high", "BIGINT")))

@@ -1,0 +1,81 @@
+"""Query-back state (docs/rendering.md, Query-back): a table's current row as the rules
+read it. Its key as objects are matched by it, and its non-key cells as XDS text, or why a
+cell cannot be published.
+
+The Spark cycle applies these to every row its query-back read returns (reduce/current.py);
+the row publisher of bench/ to the row its own SELECT returns. Both read the same columns
+the same way (source/query_back.py: every column as the database's text, binary as bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from publisher.model.catalogue import Table
+from publisher.model.value_text import InvalidValue, forbidden_position, key_text, xds_text
+from publisher.reduce.rules import Cell
+
+SEPARATOR = "\u0001"  # between key values: XML 1.0 forbids it, so no key value holds it
+Value = str | bytes | None
+
+
+class CurrentCell(NamedTuple):
+    """One non-key cell of a current row (rows.CELLS)."""
+
+    column_name: str
+    xds_type: str
+    value: str | None
+    value_error: str | None
+
+
+def match_text(key_values: Sequence[str]) -> str:
+    """Key values (as key_text gives them) joined as the current rows are matched."""
+    return SEPARATOR.join(key_values)
+
+
+def current_match(table: Table, key_names: Sequence[str], row: Mapping[str, Value]) -> str | None:
+    """The text a current row is matched by; None when a key value is NULL or not one of its
+    type, so that the row matches no request."""
+    texts = []
+    for name in key_names:
+        column, value = table.column(name), row[name]
+        if value is None:
+            return None
+        try:
+            texts.append(key_text(value, column.xds_type, column.is_char))
+        except InvalidValue:
+            return None
+    return match_text(texts)
+
+
+def current_cells(
+    table: Table, key_names: Sequence[str], row: Mapping[str, Value]
+) -> list[CurrentCell]:
+    """The row's non-key cells in table order, each with its XDS text or its error."""
+    cells = []
+    for column in table.columns:
+        if column.name in key_names:
+            continue
+        value, text, error = row[column.name], None, None
+        try:
+            text = xds_text(value, column.xds_type, column.is_char)
+        except InvalidValue as exc:
+            error = f"current value '{exc.value}' of {column.name} {exc.reason}"
+        if text is not None and (position := forbidden_position(text)):
+            text, error = None, (
+                f"current value of {column.name} has a character XML 1.0 cannot carry "
+                f"at position {position}"
+            )
+        cells.append(CurrentCell(column.name, column.xds_type, text, error))
+    return cells
+
+
+def read_back(cells: Sequence[Sequence] | None) -> tuple[list[Cell] | None, dict[str, str]]:
+    """A current row's cells (CurrentCell, or rows of rows.CELLS; None: vanished) as
+    rules.ReadBack gives them: the cells, and each bad cell's error by column."""
+    if cells is None:
+        return None, {}
+    return (
+        [(name, xds_type, value) for name, xds_type, value, _ in cells],
+        {name: error for name, _, _, error in cells if error},
+    )
