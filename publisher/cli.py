@@ -93,6 +93,9 @@ def publishing_options(command: Callable) -> Callable:
             _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
                     help="Commands per XDS document (directory output)."),
             _option("--dry-run", is_flag=True, help="Write the output, leave the statuses."),
+            _option("--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024,
+                    show_default=True,
+                    help="Longest table_key or value published, in characters; longer: E."),
             _option("--master", "spark_master", default="local[*]", show_default=True,
                     help="Spark master URL."),
         ]

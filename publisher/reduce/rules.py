@@ -44,7 +44,7 @@ class Event:
     canonical_key: str = ""
     ord_time: float = 0.0  # processing order is (ord_time, record_id)
     error: str | None = None  # the row read back cannot be published
-    superseded: bool = False
+    superseded: bool = False  # consumed (S) without publishing
     cells: list[Cell] | None = None  # query-back: the row read back (None: vanished, or not read)
 
 
@@ -170,19 +170,28 @@ def _runs(
     """Precedence over one object's live events: every event's status into ``statuses``,
     and the runs of one command kind that remain."""
     deletes = [i for i, e in enumerate(events) if e.event_type == ev.EventType.DELETE_ROW]
-    after_last_delete = events[deletes[-1] + 1 :] if deletes else events
-    effective = []  # query-back events before a delete have no effect, and are not read
-    for e in after_last_delete:
+    last_delete = deletes[-1] if deletes else -1
+    effective = []
+    for index, e in enumerate(events):
         if e.event_type in ev.QUERY_BACK:
+            # Before a delete the row is gone, and a vanished row has no effect either:
+            # such an event is consumed, supersedes nothing and joins no run.
+            if index < last_delete:
+                e.superseded = True
+                continue
             e.cells, errors = read()
             whole_row = e.event_type in ev.ROW_QUERY_BACK
             e.error = next(iter(errors.values()), None) if whole_row else errors.get(e.column_name)
             if e.error:
                 continue
-        effective.append(e)
+            if e.cells is None:
+                e.superseded = True
+                continue
+        if index > last_delete:
+            effective.append(e)
     row_qb = any(e.event_type in ev.ROW_QUERY_BACK for e in effective)
     field_qb = {e.column_name for e in effective if e.event_type in ev.FIELD_QUERY_BACK}
-    for e in effective:
+    for e in effective:  # precedence acts after the last delete (docs/reduction.md)
         if e.event_type in ev.FIELD_NON_QUERY_BACK:
             e.superseded = row_qb or e.column_name in field_qb
         elif e.event_type in ev.FIELD_QUERY_BACK:

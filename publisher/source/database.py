@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -18,8 +19,10 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
     try:
         dialect = dialect_of(sa.engine.make_url(url).get_backend_name())
         engine = sa.create_engine(url, connect_args=dialect.connect_args, pool_pre_ping=True)
-    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
-        raise ConfigError(f"bad database URL {url!r}: {exc}") from None
+    except sa.exc.NoSuchModuleError as exc:
+        raise ConfigError(f"bad database URL {shown_url(url)!r}: {exc}") from None
+    except (sa.exc.ArgumentError, ValueError):  # the message may repeat the URL, password and all
+        raise ConfigError(f"bad database URL {shown_url(url)!r}: not an SQLAlchemy URL") from None
     database = engine.url.database
     if dialect.database_is_file and not create and not (database and Path(database).is_file()):
         raise DatabaseUnreachable(f"SQLite database file {database!r} does not exist")
@@ -32,6 +35,15 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
     except sa.exc.DBAPIError as exc:
         raise DatabaseUnreachable(f"cannot reach {engine.url!r}: {exc.orig}") from None
     return engine, dialect
+
+
+def shown_url(url: str) -> str:
+    """A database URL as it may be shown: its password hidden, even when it does not parse
+    (docs/delivery.md, Secrets)."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except (sa.exc.ArgumentError, ValueError):
+        return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
 
 
 def run_scripts(engine: sa.Engine, dialect: Dialect, scripts: list[str]) -> None:

@@ -1,10 +1,10 @@
-"""Reflects the published schema into a Catalogue."""
+"""Reflects the published schema into a Catalogue (docs/classes.md)."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
-from publisher.model import value_text as values
+from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, Table
 from publisher.source.dialects import Dialect
 
@@ -14,16 +14,16 @@ _INTERNAL_PREFIX = "sqlite_"
 def xds_type_of(sql_type: sa.types.TypeEngine) -> tuple[str, bool]:
     """(XDS value type, is CHAR(n)) of a reflected column type."""
     if isinstance(sql_type, sa.types.Boolean):
-        return values.STATE, False
+        return value_text.STATE, False
     if isinstance(sql_type, sa.types.Integer):
-        return values.INT, False
+        return value_text.INT, False
     if isinstance(sql_type, (sa.types.DateTime, sa.types.Date, sa.types.Time)):
-        return values.TIME, False
+        return value_text.TIME, False
     if isinstance(sql_type, (sa.types._Binary, sa.types.LargeBinary)):
-        return values.OCTET, False
+        return value_text.OCTET, False
     if isinstance(sql_type, sa.types.String) and not isinstance(sql_type, sa.types.Text):
-        return values.STRING, type(sql_type).__name__.upper() in ("CHAR", "NCHAR", "BPCHAR")
-    return values.STRING, False
+        return value_text.STRING, type(sql_type).__name__.upper() in ("CHAR", "NCHAR", "BPCHAR")
+    return value_text.STRING, False
 
 
 def reflect_catalogue(
