@@ -8,7 +8,7 @@ tests/test_differential.py: simple on purpose, not tuned.
 
 One cycle over every pending row (status 'N') in record_id order (no future events). Rows
 are fetched one at a time and kept per object (table_name, canonical key) in plain dicts;
-the rules of PUBLISHER.md section 4 (publisher/reduce/rules.py, which the export runs in
+the rules of docs/reduction.md (publisher/reduce/rules.py, which the export runs in
 its executors) classify each row and reduce each object; every query-back
 event that can still have an effect reads its row with a SELECT of its own; commands are
 rendered by publisher.render.xds and written in its envelope, one file at a time; then each

@@ -1,4 +1,4 @@
-"""The table_key grammar (PUBLISHER.md section 3; BNF in ``table_key.bnf``).
+"""The table_key grammar (docs/table-key.md; BNF in ``table_key.bnf``).
 
 ``parse_table_key`` returns the ordered (column, value) pairs; ``format_table_key`` is its
 exact inverse and quotes a value only where the grammar needs it, so

@@ -1,4 +1,4 @@
-"""The ``xdspub`` command line (PUBLISHER.md section 9).
+"""The ``xdspub`` command line (docs/parameters.md).
 
 Only click is imported at start: Spark, SQLAlchemy and lxml load when a command runs, so
 ``xdspub --help`` answers at once. Every option is also a key of the ``--config`` TOML file
@@ -17,7 +17,7 @@ from publisher.errors import XdspubError
 from publisher.source.cdc.formats import FORMATS
 
 EXIT_ROW_ERRORS = 1
-DEFAULT_QUERY_LIMIT = 10000  # Query Limit of the polling service (section 7)
+DEFAULT_QUERY_LIMIT = 10000  # Query Limit of the polling service (docs/parameters.md)
 
 
 def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:

@@ -1,4 +1,4 @@
-"""Errors that end a run; each knows the exit code it gives (PUBLISHER.md section 9)."""
+"""Errors that end a run; each knows the exit code it gives (docs/parameters.md, Exit codes)."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def publish(sample_db: SampleDb, tmp_path: Path) -> Callable[..., tuple[etree._E
 
 
 def canonical(element: etree._Element) -> str:
-    """XML compared whitespace aside and without event-id (PUBLISHER.md section 4)."""
+    """XML compared whitespace aside and without event-id (docs/reduction.md, Command order and event-id)."""
     element = etree.fromstring(etree.tostring(element))
     for node in element.iter():
         node.attrib.pop("event-id", None)

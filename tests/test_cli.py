@@ -1,4 +1,4 @@
-"""The command line (PUBLISHER.md section 9): commands, --out forms, exit codes, config."""
+"""The command line (docs/parameters.md, docs/delivery.md): commands, --out forms, exit codes, config."""
 
 from __future__ import annotations
 

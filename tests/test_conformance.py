@@ -1,4 +1,4 @@
-"""The documented examples (seed 002, Tables 5-16 to 5-20): rows and table contents in,
+"""The documented examples (Tables 5-16 to 5-20 of the driver's guide): rows and table contents in,
 the documented XML out, compared whitespace aside and without event-id."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def values_of(document) -> dict[str, list[str]]:
 ASSOC = "idu=1,table=usr,schema=indirect"
 
 
-# Precedence (section 4) ---------------------------------------------------------------
+# Precedence (docs/reduction.md) -------------------------------------------------------
 
 
 def test_field_query_back_supersedes_field_events_of_that_field(sample_db, publish):
@@ -88,7 +88,7 @@ def test_delete_is_never_lost_to_a_query_back_before_it(sample_db, publish):
     assert sample_db.statuses() == {1: "S", 2: "S"}
 
 
-# Grouping ------------------------------------------------------------------------------
+# Grouping -----------------------------------------------------------------------------
 
 
 def test_interleaved_objects_group_into_runs_placed_at_their_first_event(sample_db, publish):
@@ -117,7 +117,7 @@ def test_null_new_value_adds_nothing(sample_db, publish):
     assert commands(document) == [("add", ASSOC, ["fname"])]
 
 
-# Loopback (section 5) ------------------------------------------------------------------
+# Loopback (docs/statuses.md) ----------------------------------------------------------
 
 
 @pytest.mark.parametrize(("allow", "published"), [(False, ["idu=2"]), (True, ["idu=1", "idu=2"])])
@@ -129,7 +129,7 @@ def test_loopback(sample_db, publish, allow, published):
     assert sample_db.statuses() == {1: "S", 2: "S"}
 
 
-# Future events (section 4) -------------------------------------------------------------
+# Future events (docs/event-log.md) ----------------------------------------------------
 
 
 def test_future_events_wait_and_the_rest_go_by_event_time(sample_db, publish):
@@ -143,7 +143,7 @@ def test_future_events_wait_and_the_rest_go_by_event_time(sample_db, publish):
     assert sample_db.statuses() == {1: "S", 2: "S", 3: "N"}
 
 
-# Error rows and warnings (sections 3, 4, 6) ---------------------------------------------
+# Error rows and warnings (docs/statuses.md) -------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -237,7 +237,7 @@ def test_query_back_of_time_and_date_keyed_tables(sample_db, publish):
     assert "current value 'half past ten' of starts is not a valid time value" in report.errors[0][1]
 
 
-# Value types (section 4) ---------------------------------------------------------------
+# Value types (docs/rendering.md) ------------------------------------------------------
 
 
 def test_char_values_lose_their_pad_spaces(sample_db, publish):
@@ -256,7 +256,7 @@ def test_view_is_keyed_by_its_pk_columns(sample_db, publish):
     ]
 
 
-# Status write-back and delivery (section 6) ---------------------------------------------
+# Status write-back and delivery (docs/statuses.md) ------------------------------------
 
 
 def test_delete_processed_deletes_S_and_W_and_keeps_E(sample_db, publish):

@@ -1,1 +1,1 @@
-"""Delivery: documents made durable in a sink, then statuses written back (section 6)."""
+"""Delivery: documents made durable in a sink, then statuses written back (docs/delivery.md)."""

@@ -1,4 +1,4 @@
-"""One active publisher per event log (PUBLISHER.md section 6).
+"""One active publisher per event log (docs/delivery.md, One publisher per event log).
 
 PostgreSQL and MariaDB: a session-level lock (advisory lock, GET_LOCK) taken on a
 connection kept open for the life of the service, so it is released when the process or

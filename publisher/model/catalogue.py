@@ -1,4 +1,5 @@
-"""The published schema: which tables and columns exist, their keys and XDS value types."""
+"""The published schema (docs/classes.md): which tables and columns exist, their keys and
+XDS value types."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (section 3)
+VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,2 @@
-"""The reduction on Spark: rows of one cycle to statuses and XDS commands (section 4)."""
+"""The reduction: rows of one cycle to statuses and XDS commands (docs/reduction.md), as
+rules in plain Python (rules.py and the rule modules beside it) run on Spark (pipeline.py)."""

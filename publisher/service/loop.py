@@ -1,4 +1,4 @@
-"""The polling service (PUBLISHER.md sections 6 and 7).
+"""The polling service (docs/delivery.md, The polling service).
 
 One warm Spark session for the life of the service. Each cycle first asks the database
 one cheap question (how many rows are pending); only when some are does a Spark cycle

@@ -1,4 +1,4 @@
--- The event log table (PUBLISHER.md section 1). Columns are read by position; their
+-- The event log table (docs/event-log.md). Columns are read by position; their
 -- names may be changed, their order may not. {{schema}} and {{log_table}} are filled in
 -- by `xdspub init-db`. event_time is UTC.
 CREATE SCHEMA IF NOT EXISTS {{schema}};

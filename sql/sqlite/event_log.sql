@@ -1,4 +1,4 @@
--- The event log table (PUBLISHER.md section 1). Columns are read by position; their
+-- The event log table (docs/event-log.md). Columns are read by position; their
 -- names may be changed, their order may not. {{log_table}} is filled in by `xdspub init-db`.
 CREATE TABLE IF NOT EXISTS {{log_table}} (
     record_id   INTEGER PRIMARY KEY AUTOINCREMENT,  -- positive, ascending, never reused
