@@ -16,7 +16,7 @@ from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.source.cdc.gbase8s import (
     CdcStreamError,
-    ChangeAssembler,
+    RecordTransactions,
     RecordDecoder,
     read_changes,
 )
@@ -49,13 +49,13 @@ SEED_004_EVENTS = [
 
 def feed_all(chunks: list[bytes], tables=TABLES, keys=KEYS) -> list[ChangeEvent]:
     """The events of a stream fed to the incremental decoder in these chunks."""
-    decoder, assembler = RecordDecoder(), ChangeAssembler(tables, keys)
+    decoder, transactions = RecordDecoder(), RecordTransactions(tables, keys)
     events = []
     for chunk in chunks:
         for record in decoder.feed(chunk):
-            events += assembler.apply(record)
+            events += transactions.apply(record)
     decoder.close()
-    assembler.close()
+    transactions.close()
     return events
 
 
@@ -150,7 +150,7 @@ def t2_inserted(order: tuple, values: dict) -> list[ChangeEvent]:
 
 
 def t2_expected(order: tuple, op: tuple) -> list[ChangeEvent]:
-    """The events of one operation, straight from the mapping in SOURCES.md section D."""
+    """The events of one operation, straight from the mapping in docs/change-formats.md."""
     if op[0] == "insert":
         return t2_inserted(order, op[1])
     if op[0] == "delete":

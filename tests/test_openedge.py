@@ -263,8 +263,8 @@ def test_key_change_is_a_delete_and_an_insert(cdc: Cdc) -> None:
 
 
 def test_change_table_without_operation_column(cdc: Cdc) -> None:
-    """SOURCES.md's column list has no _Operation in the change table: joined on the
-    sequence alone, every operation but an update with its before image reads."""
+    """docs/change-formats.md's column list has no _Operation in the change table: joined
+    on the sequence alone, every operation but an update with its before image reads."""
     cust = cdc.customer(operation=False)
     cdc.change(cust, 1, 1, {"CustNum": 7, "Name": "Anna"})
     cdc.change(cust, 2, 4, {"CustNum": 7, "Name": "Ann"})

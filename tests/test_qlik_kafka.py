@@ -22,7 +22,7 @@ from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.source.cdc.qlik_kafka import (
     ENVELOPE_SCHEMA,
-    ChangeAssembler,
+    MessageTransactions,
     DataMessage,
     IncompleteTransaction,
     KafkaMessageError,
@@ -110,8 +110,8 @@ def jsonl(*messages: dict, wrapped: bool = False) -> str:
     return "".join(json.dumps(wrap(m) if wrapped else m) + "\n" for m in messages)
 
 
-def read(text: str, assembler: ChangeAssembler | None = None) -> list[ChangeEvent]:
-    return list(read_changes(io.StringIO(text), assembler))
+def read(text: str, transactions: MessageTransactions | None = None) -> list[ChangeEvent]:
+    return list(read_changes(io.StringIO(text), transactions))
 
 
 # --- an Avro encoder: messages as Replicate publishes them in Avro ---------------------
@@ -252,20 +252,20 @@ def avro_frames(*messages: dict, types: dict | None = None) -> list[bytes]:
     return frames
 
 
-def read_avro(data: bytes, assembler: ChangeAssembler | None = None) -> list[ChangeEvent]:
-    return list(read_changes(io.BytesIO(data), assembler, "avro"))
+def read_avro(data: bytes, transactions: MessageTransactions | None = None) -> list[ChangeEvent]:
+    return list(read_changes(io.BytesIO(data), transactions, "avro"))
 
 
 FORMS = ("json", "wrapped", "avro")
 
 
 def read_as(
-    form: str, *messages: dict, assembler: ChangeAssembler | None = None
+    form: str, *messages: dict, transactions: MessageTransactions | None = None
 ) -> list[ChangeEvent]:
     """The events of ``messages`` sent in ``form``: JSON lines, bare or wrapped, or Avro."""
     if form == "avro":
-        return read_avro(b"".join(avro_frames(*messages)), assembler)
-    return read(jsonl(*messages, wrapped=form == "wrapped"), assembler)
+        return read_avro(b"".join(avro_frames(*messages)), transactions)
+    return read(jsonl(*messages, wrapped=form == "wrapped"), transactions)
 
 
 def event(order, table, key, kind, column=None, old=None, new=None) -> ChangeEvent:
@@ -756,26 +756,26 @@ def test_stream_ending_mid_transaction_emits_nothing_of_it(form: str, caplog) ->
         tx_insert(5, "b", 1, True),
         tx_insert(3, "a", 3, True),  # counter 2 never comes
     )
-    assembler = ChangeAssembler()
+    transactions = MessageTransactions()
     with caplog.at_level(logging.WARNING):
-        events = read_as(form, *messages, assembler=assembler)
+        events = read_as(form, *messages, transactions=transactions)
     assert [e.key[0][1] for e in events] == ["5"]
     first = (f"message 2 at byte {len(avro_frames(T_METADATA)[0])}" if form == "avro"
              else "line 2")
-    assert assembler.incomplete == (IncompleteTransaction("a", (1, 3), 3, first),)
+    assert transactions.incomplete == (IncompleteTransaction("a", (1, 3), 3, first),)
     assert f"inside transaction a (from {first}; counters [1, 3] of 3)" in caplog.text
 
 
-def test_assembler_keeps_metadata_across_inputs() -> None:
-    assembler = ChangeAssembler()
-    assert read(GOOD_T, assembler) == []
-    assert len(read(jsonl(tx_insert(1, "a", 1, True)), assembler)) == 1
-    assert assembler.incomplete == ()
+def test_transactions_keep_metadata_across_inputs() -> None:
+    transactions = MessageTransactions()
+    assert read(GOOD_T, transactions) == []
+    assert len(read(jsonl(tx_insert(1, "a", 1, True)), transactions)) == 1
+    assert transactions.incomplete == ()
     # In Avro, the data schemas too: the second input names the first one's schemaId.
-    assembler = ChangeAssembler()
+    transactions = MessageTransactions()
     metadata_part, data_part = avro_frames(T_METADATA, tx_insert(1, "a", 1, True))
-    assert read_avro(metadata_part, assembler) == []
-    assert len(read_avro(data_part, assembler)) == 1
+    assert read_avro(metadata_part, transactions) == []
+    assert len(read_avro(data_part, transactions)) == 1
 
 
 # --- round trip -----------------------------------------------------------------------
@@ -898,6 +898,6 @@ def streams(draw, values: dict) -> tuple[list[dict], list[ChangeEvent]]:
 @given(st.data(), st.sampled_from(FORMS))
 def test_round_trip_through_an_encoder(data, form: str) -> None:
     messages, expected = data.draw(streams(AVRO_VALUE if form == "avro" else VALUE))
-    assembler = ChangeAssembler()
-    assert read_as(form, *messages, assembler=assembler) == expected
-    assert assembler.incomplete == ()
+    transactions = MessageTransactions()
+    assert read_as(form, *messages, transactions=transactions) == expected
+    assert transactions.incomplete == ()

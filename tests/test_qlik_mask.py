@@ -138,7 +138,7 @@ def test_an_unknown_key_column_is_a_config_error() -> None:
         choose_byte_order("t", [], HEADERS, COLUMNS, ["nope"])
 
 
-# Kafka messages (seed 001 and SOURCES.md section B).
+# Kafka messages (seed 001 and docs/change-formats.md, Qlik Kafka messages).
 
 
 def test_kafka_worked_checks() -> None:

@@ -1,5 +1,6 @@
-"""Changes read from the other change-data-capture formats (SOURCES.md): each reader turns
-its input into these, the same events the event log holds, for the shared pipeline."""
+"""Changes read from the other change-data-capture formats (docs/change-formats.md): each
+reader turns its input into these, the same events the event log holds, for the shared
+pipeline (publisher/source/cdc/mapping.py makes them)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The change formats ``xdspub export --source`` reads, as data: what each needs (a file or
-pipe, or a database) and how its reader is opened.
+"""The change formats ``xdspub export --source`` reads (docs/change-formats.md), as data:
+what each needs (a file or pipe, or a database) and how its reader is opened.
 
 Each opener gives the events to publish and what to do once their documents are durable
-(save the qlik-ct position; nothing for the others, whose input is read whole)."""
+(docs/change-formats.md, Positions and delivery): save the positions read up to where a
+database is read (qlik-ct, openedge); nothing where a file or pipe is read whole."""
 
 from __future__ import annotations
 

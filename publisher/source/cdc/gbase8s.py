@@ -1,11 +1,12 @@
-"""The GBase 8s / Informix CDC record stream (SOURCES.md section D, seed 004) read into
-ChangeEvents.
+"""The GBase 8s / Informix CDC record stream (docs/change-formats.md, GBase 8s / Informix
+CDC stream; seed 004) read into ChangeEvents.
 
 Three steps: ``RecordDecoder`` cuts the bytes, fed in chunks of any size, into typed records
 by their declared sizes; ``TableLayout`` (from a TABSCHEMA record) decodes a row record's
-bytes into column values as text; ``ChangeAssembler`` buffers row records per transaction
-and turns each committed transaction into events. ``read_changes`` chains them over a file
-or a pipe. Every error is a ``CdcStreamError`` naming the byte where its record starts.
+bytes into column values as text; ``RecordTransactions`` buffers row records per
+transaction and maps each committed transaction's rows with the shared mapping
+(``mapping.row_change_events``). ``read_changes`` chains them over a file or a pipe. Every
+error is a ``CdcStreamError`` naming the byte where its record starts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from typing import BinaryIO
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.model.events import EventType
+from publisher.source.cdc.mapping import (
+    Image, ImageRole, KeyValueMissing, Operation, RowChange, event_log_text,
+    row_change_events, row_key,
+)
 
 __all__ = [
     "CdcStreamError",
@@ -37,7 +41,7 @@ __all__ = [
     "RecordDecoder",
     "Column",
     "TableLayout",
-    "ChangeAssembler",
+    "RecordTransactions",
     "read_records",
     "read_changes",
 ]
@@ -56,7 +60,8 @@ SESSION_DEAD = 1  # ERROR flags: the server ended the capture session
 
 
 class CdcStreamError(SourceInputError):
-    """A CDC stream this reader cannot read; ``offset`` is the byte where the record starts."""
+    """A CDC stream this reader cannot read (docs/change-formats.md, Errors); ``offset`` is
+    the byte where the record starts."""
 
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(message, f"record at byte {offset}")
@@ -305,48 +310,42 @@ def read_records(stream: BinaryIO, chunk_size: int = 1 << 16) -> Iterator[Record
 
 # --- row layout -----------------------------------------------------------------------
 
-Value = str | None
-_Decode = Callable[[bytes], Value]
+# A decoder: a column's bytes in the row to its value as event log text, None for NULL.
+_Decode = Callable[[bytes], str | None]
 
 DATE_EPOCH = date(1899, 12, 31)  # day 0 of an Informix DATE
 _INT_NULLS = {2: -0x8000, 4: -0x80000000, 8: -0x8000000000000000}
 
 
-def _integer(raw: bytes) -> Value:
+def _integer(raw: bytes) -> str | None:
     # The smallest value of each width is NULL, outside the type's range.
     value = int.from_bytes(raw, "big", signed=True)
-    return None if value == _INT_NULLS[len(raw)] else str(value)
+    return None if value == _INT_NULLS[len(raw)] else event_log_text(value)
 
 
-def _date(raw: bytes) -> Value:
+def _date(raw: bytes) -> str | None:
     days = int.from_bytes(raw, "big", signed=True)
     if days == _INT_NULLS[4]:
         return None
-    return (DATE_EPOCH + timedelta(days=days)).isoformat()
+    return event_log_text(DATE_EPOCH + timedelta(days=days))
 
 
-def _float(raw: bytes) -> Value:
+def _float(raw: bytes) -> str | None:
     # All bytes 0xFF is Informix's NULL float (a NaN no arithmetic produces).
     if raw == b"\xff" * len(raw):
         return None
-    if len(raw) == 8:
-        return repr(struct.unpack(">d", raw)[0])
-    single = struct.unpack(">f", raw)[0]
-    # The shortest text that reads back as the same single-precision value.
-    for digits in range(1, 10):
-        text = f"{single:.{digits}g}"
-        if struct.pack(">f", float(text)) == raw:
-            return repr(float(text))
-    return repr(single)
+    single = len(raw) == 4
+    value = struct.unpack(">f" if single else ">d", raw)[0]
+    return event_log_text(value, single_precision=single)
 
 
-def _char(raw: bytes) -> Value:
+def _char(raw: bytes) -> str | None:
     if raw[:1] == b"\0":
         return None
     return raw.rstrip(b" ").decode("utf-8")
 
 
-def _varchar(raw: bytes) -> Value:
+def _varchar(raw: bytes) -> str | None:
     if len(raw) < 2:
         raise ValueError(f"{len(raw)} bytes cannot hold the 2-byte length prefix")
     length = int.from_bytes(raw[:2], "big")
@@ -465,8 +464,9 @@ class TableLayout:
             )
         return cls(record.table_id, columns, record.fixed_count, record.fixed_bytes)
 
-    def decode(self, record: RowRecord) -> dict[str, Value]:
-        """The row's values by column name, in declared order; NULL is None."""
+    def decode(self, record: RowRecord) -> dict[str, str | None]:
+        """The row's image: its values as text by column name, in declared order; NULL is
+        None."""
         offset = record.offset
         for column in self.columns:
             if column.decode is None:
@@ -484,14 +484,14 @@ class TableLayout:
         # Every type decoded here has its size: fixed ones in the column, the rest in the
         # record header.
         sizes = [column.size or 0 for column in self.columns[: self.fixed_count]] + var_sizes
-        values: dict[str, Value] = {}
+        values: dict[str, str | None] = {}
         pos = 0
         for column, size in zip(self.columns, sizes):
             decode = column.decode
             assert decode is not None  # checked above
             try:
                 values[column.name] = decode(record.row[pos : pos + size])
-            except (ValueError, OverflowError) as exc:  # UnicodeDecodeError is a ValueError
+            except (ValueError, OverflowError) as exc:  # UnicodeDecodeError, NoEventLogText too
                 raise CdcStreamError(
                     f"column {column.name} {column.type_text}: {exc}", offset
                 ) from None
@@ -520,6 +520,14 @@ class TableLayout:
 
 # --- transactions to events -----------------------------------------------------------
 
+# What a row record is to the shared mapping, and which of its images it holds.
+_OPERATIONS: dict[int, tuple[Operation, ImageRole]] = {
+    INSERT: (Operation.INSERT, "after"),
+    DELETE: (Operation.DELETE, "before"),
+    UPDBEF: (Operation.UPDATE, "before"),
+    UPDAFT: (Operation.UPDATE, "after"),
+}
+
 
 @dataclass(frozen=True)
 class _Row:
@@ -530,12 +538,11 @@ class _Row:
     seq: int
     table_id: int
     table_name: str
-    key: tuple[tuple[str, str], ...]
-    values: dict[str, Value]
+    values: Image
 
 
-class ChangeAssembler:
-    """Turns records into events, a transaction at a time.
+class RecordTransactions:
+    """Turns records into events, a committed transaction at a time.
 
     Row records wait per transaction id from BEGINTX; COMMTX emits that transaction's
     events, so transactions come out in commit order, each with ``order`` = (COMMTX seq,
@@ -543,11 +550,12 @@ class ChangeAssembler:
     logged, not published; TIMEOUT is ignored; ERROR ends the stream when the session is
     dead. A transaction still open when the stream ends or fails emits nothing.
 
-    Mapping: INSERT gives a type 1 per non-NULL column (a NULL adds nothing); UPDBEF with
-    the UPDAFT right after it (same transaction and table) gives a type 2 per changed
-    column, old and new (either may be NULL); DELETE gives one type 4. Key columns are not
-    attribute events: their values are in the key (the association). An update that
-    changes the key is the delete of the old row and the insert of the new one.
+    Each row is one row change for the shared mapping (docs/change-formats.md, Shared
+    mapping): INSERT its after image, DELETE its before image, UPDBEF with the UPDAFT
+    right after it (same transaction and table) an update, every column covered and those
+    whose text differs changed (either side may be NULL). A row's key is checked as its
+    record arrives, so a NULL key names its record even in a transaction that never
+    commits.
 
     ``tables`` maps the table ids the capture was started with to table names, ``keys``
     each table name to its key columns (TABSCHEMA does not mark keys)."""
@@ -639,19 +647,11 @@ class ChangeAssembler:
         if layout is None:
             raise CdcStreamError(f"table id {record.table_id} has had no TABSCHEMA", record.offset)
         values = layout.decode(record)
-        key = []
-        for column in self._keys[name]:
-            if column not in values:
-                raise CdcStreamError(
-                    f"key column {column} is not a column of {name}", record.offset
-                )
-            value = values[column]
-            if value is None:
-                raise CdcStreamError(f"key column {column} of {name} is NULL", record.offset)
-            key.append((column, value))
-        rows.append(
-            _Row(record.offset, record.kind, record.seq, record.table_id, name, tuple(key), values)
-        )
+        try:
+            row_key(name, self._keys[name], values, _OPERATIONS[record.kind][1])
+        except KeyValueMissing as exc:
+            raise CdcStreamError(str(exc), record.offset) from None
+        rows.append(_Row(record.offset, record.kind, record.seq, record.table_id, name, values))
         return []
 
     def _commit(self, record: CommitTx) -> list[ChangeEvent]:
@@ -661,46 +661,29 @@ class ChangeAssembler:
         index = 0
         while index < len(rows):
             row = rows[index]
-            order = (record.seq, row.seq)
-            if row.kind == INSERT:
-                events += self._inserted(order, row)
-            elif row.kind == DELETE:
-                events.append(ChangeEvent(order, row.table_name, row.key, EventType.DELETE_ROW))
-            elif row.kind == UPDBEF:
+            if row.kind == UPDAFT:
+                raise CdcStreamError("UPDAFT without an UPDBEF before it", row.offset)
+            after = None
+            if row.kind == UPDBEF:
                 after = rows[index + 1] if index + 1 < len(rows) else None
                 if after is None or after.kind != UPDAFT or after.table_id != row.table_id:
                     raise CdcStreamError("UPDBEF is not followed by its UPDAFT", row.offset)
-                events += self._updated(order, row, after)
                 index += 1
-            else:
-                raise CdcStreamError("UPDAFT without an UPDBEF before it", row.offset)
+            change = self._row_change(row, after)
+            events += row_change_events(change, (record.seq, row.seq), numbered=False)
             index += 1
         return events
 
-    def _inserted(self, order: tuple, row: _Row) -> list[ChangeEvent]:
-        key_columns = self._keys[row.table_name]
-        return [
-            ChangeEvent(order, row.table_name, row.key, EventType.INSERT_FIELD, column, None, value)
-            for column, value in row.values.items()
-            if column not in key_columns and value is not None
-        ]
-
-    def _updated(self, order: tuple, before: _Row, after: _Row) -> list[ChangeEvent]:
-        if before.key != after.key:
-            deleted = ChangeEvent(order, before.table_name, before.key, EventType.DELETE_ROW)
-            return [deleted, *self._inserted(order, after)]
-        key_columns = self._keys[before.table_name]
-        events = []
-        for column, old in before.values.items():
-            new = after.values.get(column)
-            if column not in key_columns and old != new:
-                events.append(
-                    ChangeEvent(
-                        order, before.table_name, before.key, EventType.UPDATE_FIELD,
-                        column, old, new,
-                    )
-                )
-        return events
+    def _row_change(self, row: _Row, after: _Row | None) -> RowChange:
+        """The row change of a row record (an UPDBEF with its UPDAFT ``after``)."""
+        operation, role = _OPERATIONS[row.kind]
+        images: dict[ImageRole, Image] = {role: row.values}
+        if after is not None:
+            images["after"] = after.values
+        return RowChange(
+            row.table_name, self._keys[row.table_name], operation, images.get("before"),
+            images.get("after"),
+        )
 
 
 def read_changes(
@@ -710,8 +693,8 @@ def read_changes(
     chunk_size: int = 1 << 16,
 ) -> Iterator[ChangeEvent]:
     """The events of a CDC stream (a binary file or pipe), a committed transaction at a
-    time; see ``ChangeAssembler`` for ``tables``, ``keys`` and the mapping."""
-    assembler = ChangeAssembler(tables, keys)
+    time; see ``RecordTransactions`` for ``tables``, ``keys`` and the mapping."""
+    transactions = RecordTransactions(tables, keys)
     for record in read_records(stream, chunk_size):
-        yield from assembler.apply(record)
-    assembler.close()
+        yield from transactions.apply(record)
+    transactions.close()

@@ -1,11 +1,13 @@
-"""OpenEdge change tables (SOURCES.md section C, seed 003) read into ChangeEvents.
+"""OpenEdge change tables (docs/change-formats.md, OpenEdge change tables; seed 003) read
+into ChangeEvents.
 
 OpenEdge writes each captured change of a source table to its change table ``CDC_<table>``
 (metadata columns, then the policy's fields) and its operation to the change tracking table
-``_Cdc-Change-Tracking``, which all tables share. Two parts: ``ChangeAssembler`` takes one
-table's tracking rows joined with their change rows, reassembles the records split over
-several rows and maps each change to events; ``read_changes`` reads the tables through
-SQLAlchemy and merges them by the ordering key. Every input error is an
+``_Cdc-Change-Tracking``, which all tables share. Two parts: ``RecordReassembler`` takes
+one table's tracking rows joined with their change rows, reassembles the records split
+over several rows and maps each change with the shared mapping
+(``mapping.row_change_events``); ``read_changes`` reads the tables through SQLAlchemy and
+merges them by the ordering key. Every input error is an
 ``OpenEdgeChangeError`` naming the change table and the ``_Change-Sequence``.
 
 Where the spec is silent:
@@ -40,8 +42,10 @@ import sqlalchemy as sa
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.model.events import EventType
-from publisher.model.values import OCTET, STATE, STRING, xds_text
+from publisher.source.cdc.mapping import (
+    Image, ImageRole, KeyValueMissing, NoEventLogText, Operation, RowChange, event_log_text,
+    row_change_events,
+)
 
 __all__ = [
     "TRACKING_TABLE",
@@ -49,7 +53,7 @@ __all__ = [
     "ChangeTable",
     "ChangeRow",
     "Change",
-    "ChangeAssembler",
+    "RecordReassembler",
     "read_changes",
 ]
 
@@ -77,14 +81,22 @@ UNPUBLISHED = {
 OPERATIONS = frozenset({CREATE, DELETE, BEFORE_UPDATE, AFTER_UPDATE, *UNPUBLISHED})
 # The operations one _Change-Sequence may publish together.
 PUBLISHED = frozenset({(CREATE,), (DELETE,), (AFTER_UPDATE,), (BEFORE_UPDATE, AFTER_UPDATE)})
+# What a published operation is to the shared mapping, which image its record is, and
+# what errors call that image.
+_OPERATIONS: dict[int, tuple[Operation, ImageRole, str]] = {
+    CREATE: (Operation.INSERT, "after", "create"),
+    DELETE: (Operation.DELETE, "before", "delete"),
+    BEFORE_UPDATE: (Operation.UPDATE, "before", "before image"),
+    AFTER_UPDATE: (Operation.UPDATE, "after", "after image"),
+}
 ARRAY_ELEMENT = re.compile(r"(?P<field>.+)##(?P<element>[1-9][0-9]*)")
 
-Key = tuple[tuple[str, str], ...]
 Record = dict[str, object]  # a whole image: field column -> value as read
 
 
 class OpenEdgeChangeError(SourceInputError):
-    """A change this reader cannot read, named by its change table and sequence."""
+    """A change this reader cannot read (docs/change-formats.md, Errors), named by its
+    change table and sequence."""
 
     def __init__(self, message: str, change_table: str, sequence: int) -> None:
         super().__init__(message, f"{change_table} {SEQUENCE} {sequence}")
@@ -167,18 +179,7 @@ def _cells(columns: Sequence[str]) -> tuple[_Cell, ...]:
     return tuple(cells)
 
 
-def _text(value: object) -> str | None:
-    """A value as the event log holds it: binary in Base64, booleans true/false."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return xds_text(value, OCTET)
-    return xds_text(value, STATE if isinstance(value, bool) else STRING)
-
-
-# One event without its order: key, type, column, old value, new value.
-_Event = tuple[Key, EventType, str | None, str | None, str | None]
-
-
-class ChangeAssembler:
+class RecordReassembler:
     """Turns one table's joined rows, in ``_Change-Sequence`` order, into changes.
 
     The rows of an operation form one record, reassembled from its continuation rows
@@ -186,13 +187,13 @@ class ChangeAssembler:
     a record whose first row is missing, whose positions do not advance, or whose last row
     says a fragment follows is an error, and nothing of it is emitted.
 
-    Mapping: 1 gives a type 1 per non-NULL field; 3 with its 4 (same sequence and
-    transaction) a type 2 per field whose text changed, old from the 3; 4 alone a type 3 per
-    field (NULL included: no before image says what changed); 2 one type 4, keyed from its
-    row. Key fields are not attribute events: they are the key. An update that changes the
-    key is the delete of the old row and the insert of the new one. 5 to 12 are logged as
-    warnings and publish nothing; a 3 without its 4, operations that cannot share a
-    sequence, an unknown operation or a NULL key field is an error.
+    Each change is one row change for the shared mapping (docs/change-formats.md, Shared
+    mapping), every field covered and none marked changed: 1 an insert, 2 a delete, 3 with
+    its 4 (same sequence and transaction) an update from the 3 to the 4 (the fields whose
+    text differs), 4 alone an update without a before image (every field, NULL included:
+    nothing says what changed). 5 to 12 are logged as warnings and publish nothing; a 3
+    without its 4, operations that cannot share a sequence, an unknown operation or a NULL
+    key field is an error.
     """
 
     def __init__(self, table: ChangeTable, fields: Sequence[str]) -> None:
@@ -204,7 +205,6 @@ class ChangeAssembler:
             )
         self.table = table
         self._cells = _cells(fields)
-        self._attributes = [column for column in fields if column not in table.keys]
         # The last sequence read, published or not: where the next read can start.
         self.last_sequence: int | None = None
 
@@ -243,59 +243,36 @@ class ChangeAssembler:
             for op in operations
         }
         stamp = self._shared(sequence, rows)
-        order = (stamp, sequence, self.table.name)
-        return [
-            ChangeEvent((*order, position), self.table.name, *event)
-            for position, event in enumerate(self._mapped(sequence, records))
-        ]
+        try:
+            return row_change_events(
+                self._row_change(sequence, records), (stamp, sequence, self.table.name)
+            )
+        except KeyValueMissing as exc:
+            image = next(
+                name for op, (_, role, name) in _OPERATIONS.items()
+                if op in records and role == exc.image
+            )
+            raise self._error(f"key field {exc.column} is NULL in the {image}", sequence) from None
 
-    def _mapped(self, sequence: int, records: dict[int, Record]) -> list[_Event]:
-        """The events of a published combination of operations (PUBLISHED)."""
-        kinds = tuple(sorted(records))
-        if kinds == (CREATE,):
-            record = records[CREATE]
-            return self._inserted(self._key(sequence, record, "create"), record)
-        if kinds == (DELETE,):
-            key = self._key(sequence, records[DELETE], "delete")
-            return [(key, EventType.DELETE_ROW, None, None, None)]
-        if kinds == (AFTER_UPDATE,):
-            after = records[AFTER_UPDATE]
-            key = self._key(sequence, after, "after image")
-            return [
-                (key, EventType.UPDATE_FIELD_REMOVE_ALL, column, None, _text(after[column]))
-                for column in self._attributes
-            ]
-        return self._updated(sequence, records[BEFORE_UPDATE], records[AFTER_UPDATE])
+    def _row_change(self, sequence: int, records: dict[int, Record]) -> RowChange:
+        """The row change of a published combination of operations (PUBLISHED)."""
+        images: dict[ImageRole, Image] = {}
+        for op, record in records.items():
+            operation, role, _ = _OPERATIONS[op]
+            images[role] = self._image(sequence, record)
+        return RowChange(
+            self.table.name, self.table.keys, operation, images.get("before"), images.get("after")
+        )
 
-    def _updated(self, sequence: int, before: Record, after: Record) -> list[_Event]:
-        old_key = self._key(sequence, before, "before image")
-        key = self._key(sequence, after, "after image")
-        if old_key != key:
-            return [(old_key, EventType.DELETE_ROW, None, None, None), *self._inserted(key, after)]
-        events: list[_Event] = []
-        for column in self._attributes:
-            old, new = _text(before[column]), _text(after[column])
-            if old != new:
-                events.append((key, EventType.UPDATE_FIELD, column, old, new))
-        return events
-
-    def _inserted(self, key: Key, record: Record) -> list[_Event]:
-        """A type 1 per non-key field; a NULL adds nothing, as in the event log."""
-        events: list[_Event] = []
-        for column in self._attributes:
-            value = _text(record[column])
-            if value is not None:
-                events.append((key, EventType.INSERT_FIELD, column, None, value))
-        return events
-
-    def _key(self, sequence: int, record: Record, image: str) -> Key:
-        key = []
-        for column in self.table.keys:
-            value = _text(record[column])
-            if value is None:
-                raise self._error(f"key field {column} is NULL in the {image}", sequence)
-            key.append((column, value))
-        return tuple(key)
+    def _image(self, sequence: int, record: Record) -> Image:
+        """A record's values as text."""
+        image = {}
+        for column, value in record.items():
+            try:
+                image[column] = event_log_text(value)
+            except NoEventLogText as exc:
+                raise self._error(f"field {column}: {exc}", sequence) from None
+        return image
 
     def _shared(self, sequence: int, rows: Sequence[ChangeRow]) -> object:
         """The ``_Time-Stamp`` of a change, whose rows must agree on it and on their
@@ -413,9 +390,9 @@ class ChangeAssembler:
 
 @dataclass(frozen=True)
 class _Plan:
-    """How one table is read: its assembler and the query of its joined rows."""
+    """How one table is read: its reassembler and the query of its joined rows."""
 
-    assembler: ChangeAssembler
+    reassembler: RecordReassembler
     query: sa.Select
     fields: tuple[str, ...]
 
@@ -459,7 +436,7 @@ def _plan(
         query = query.where(tracking.c[TABLE_NUMBER] == table.table_number)
     if after is not None:
         query = query.where(tracking.c[SEQUENCE] > after)
-    return _Plan(ChangeAssembler(table, fields), query, fields)
+    return _Plan(RecordReassembler(table, fields), query, fields)
 
 
 def _rows(result: Iterable[sa.Row], fields: Sequence[str]) -> Iterator[ChangeRow]:
@@ -520,12 +497,12 @@ def _changes(
 ) -> Iterator[ChangeEvent]:
     with engine.connect() as connection:
         streams = [
-            plan.assembler.changes(_rows(connection.execute(plan.query), plan.fields))
+            plan.reassembler.changes(_rows(connection.execute(plan.query), plan.fields))
             for plan in plans
         ]
         for change in heapq.merge(*streams, key=attrgetter("order")):
             yield from change.events
             positions[change.table] = change.sequence
     for plan in plans:
-        if plan.assembler.last_sequence is not None:
-            positions[plan.assembler.table.name] = plan.assembler.last_sequence
+        if plan.reassembler.last_sequence is not None:
+            positions[plan.reassembler.table.name] = plan.reassembler.last_sequence

@@ -1,6 +1,7 @@
-"""How far a change reader's output has been delivered, kept in a table of the source
-database (created if missing), one row per task. Save only after delivery: a crash then
-replays the last batch, it never skips one."""
+"""How far a change reader's output has been delivered (docs/change-formats.md, Positions
+and delivery), kept in a table of the source database (created if missing), one row per
+task. Save only after delivery: a crash then replays the last batch, it never skips
+one."""
 
 from __future__ import annotations
 

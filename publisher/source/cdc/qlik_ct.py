@@ -1,13 +1,15 @@
-"""Qlik change tables (SOURCES.md section A, seed 000) read into ChangeEvents, from a
-database or from landed CSV/Parquet files with their ``.dfm`` metadata.
+"""Qlik change tables (docs/change-formats.md, Qlik change tables; seed 000) read into
+ChangeEvents, from a database or from landed CSV/Parquet files with their ``.dfm``
+metadata.
 
 Three parts: ``ChangeTable`` is one change table's shape (header columns first, then the
 source columns, and the key) and turns a record into a ``ChangeRow``; ``change_events``
 pairs each before image with its update by change_seq, decodes the masks and maps the rows
-of any number of tables to events merged in change_seq order; ``ChangeTableDatabase`` (with
-``PositionStore``) and ``read_files`` are the two ways in. ``read_database`` is a one-call
-poll. Input errors are ``SourceInputError``s naming the row: "<change table> change_seq
-<n>" in a database, "<file> line <n>" (CSV) or "<file> row <n>" (Parquet) in files.
+of any number of tables with the shared mapping (``mapping.row_change_events``) to events
+merged in change_seq order; ``ChangeTableDatabase`` (with ``PositionStore``) and
+``read_files`` are the two ways in. ``read_database`` is a one-call poll. Input errors are
+``SourceInputError``s naming the row: "<change table> change_seq <n>" in a database,
+"<file> line <n>" (CSV) or "<file> row <n>" (Parquet) in files.
 
 Masks: a binary mask (varbinary, bytea, BLOB, Parquet binary) is the documented
 little-endian byte array; a hex-text mask (as in landed CSV) is read in the byte order
@@ -32,10 +34,12 @@ import sqlalchemy as sa
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.model.events import EventType
-from publisher.model.values import OCTET, STATE, STRING, xds_text
-from publisher.source.cdc.qlik_kafka import BINARY_TYPES
 from publisher.source.cdc import positions
+from publisher.source.cdc.mapping import (
+    Image, ImageRole, KeyChangeWithoutBefore, KeyValueMissing, NoEventLogText, Operation,
+    RowChange, event_log_text, row_change_events,
+)
+from publisher.source.cdc.qlik_kafka import BINARY_TYPES
 from publisher.source.cdc.qlik_mask import (
     BYTE_ORDERS,
     ByteOrder,
@@ -71,10 +75,13 @@ _CHANGE_SEQ = re.compile(r"\d{35}")
 # its update (also while the update has not been seen yet).
 _PAIRABLE = {INSERT, DELETE, UPDATE, BEFORE, BEFORE + UPDATE}
 DATA_SUFFIXES = (".csv", ".parquet")
-
-Key = tuple[tuple[str, str], ...]
-# One event without its order: key, type, column, old value, new value.
-_Change = tuple[Key, EventType, str | None, str | None, str | None]
+# What a row is to the shared mapping, and which image it holds.
+_OPERATIONS: dict[str, tuple[Operation, ImageRole]] = {
+    INSERT: (Operation.INSERT, "after"),
+    DELETE: (Operation.DELETE, "before"),
+    BEFORE: (Operation.UPDATE, "before"),
+    UPDATE: (Operation.UPDATE, "after"),
+}
 
 
 # --- rows -----------------------------------------------------------------------------
@@ -137,7 +144,12 @@ class ChangeTable:
             mask = bytes(mask)
         if mask is not None and not isinstance(mask, (bytes, str)):
             raise SourceInputError(f"change_mask {mask!r} is neither binary nor hex text", where)
-        values = dict(zip(self.columns, map(_text, record[len(self.headers):])))
+        values = {}
+        for column, value in zip(self.columns, record[len(self.headers):]):
+            try:
+                values[column] = event_log_text(value)
+            except NoEventLogText as exc:
+                raise SourceInputError(f"column {column}: {exc}", where) from None
         return ChangeRow(self, where, seq, oper, mask, values)
 
 
@@ -154,13 +166,6 @@ class ChangeRow:
     values: Mapping[str, str | None]
 
 
-def _text(value: object) -> str | None:
-    """A value as the event log holds it (binary in Base64, booleans true/false)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return xds_text(value, OCTET)
-    return xds_text(value, STATE if isinstance(value, bool) else STRING)
-
-
 # --- rows to events -------------------------------------------------------------------
 
 
@@ -172,11 +177,12 @@ def change_events(
     Rows sharing a table and change_seq are one change: a before image (B) and its update
     (U); any other pairing, or a B without its U, is an error, so half a pair is never
     emitted. ``byte_order`` reads every hex-text mask in that order instead of choosing
-    per table. Mapping: I gives a type 1 per marked non-key column that is not NULL; U
-    with its B a type 2 per marked non-key column (old from B), U alone a type 3; D one
-    type 4. An update whose B has another key is the delete of the old row and the insert
-    of the new one. Without a change_mask column, I and U mark every column (U with its
-    B: those whose value differs). ``order`` is (change_seq, table, position).
+    per table. Each change is one row change for the shared mapping
+    (docs/change-formats.md, Shared mapping): I an insert covering the columns its mask
+    marks, U an update (from its B when there is one) changing the columns its mask
+    marks, D a delete. Without a change_mask column, an insert covers every column and an
+    update marks none (the mapping compares with B). ``order`` is (change_seq, table,
+    position).
     """
     rows = list(rows)
     by_table: dict[ChangeTable, list[ChangeRow]] = {}
@@ -186,12 +192,7 @@ def change_events(
     events = []
     for change in _pairs(rows):
         marked = {oper: _marked(row, orders[row.table]) for oper, row in change.items()}
-        first = next(iter(change.values()))
-        order = (first.change_seq, first.table.name)
-        events += [
-            ChangeEvent((*order, position), first.table.name, *event)
-            for position, event in enumerate(_row_changes(change, marked))
-        ]
+        events += _events(change, marked)
     events.sort(key=lambda event: event.order)
     return events
 
@@ -278,60 +279,27 @@ def _marked(row: ChangeRow, order: ByteOrder | None) -> tuple[str, ...] | None:
     return readings.popitem()[1]
 
 
-def _row_changes(
+def _events(
     change: dict[str, ChangeRow], marked: dict[str, tuple[str, ...] | None]
-) -> list[_Change]:
-    if DELETE in change:
-        return [(_key(change[DELETE]), EventType.DELETE_ROW, None, None, None)]
-    if INSERT in change:
-        return _inserted(change[INSERT], marked[INSERT])
-    after, before = change[UPDATE], change.get(BEFORE)
-    key, keys = _key(after), after.table.keys
-    if before is not None and _key(before) != key:
-        return [(_key(before), EventType.DELETE_ROW, None, None, None), *_inserted(after, None)]
-    columns = marked[UPDATE]
-    if columns is None:  # no change_mask: what differs from B, else every non-key column
-        columns = tuple(
-            c for c in after.table.columns
-            if c not in keys and (before is None or before.values.get(c) != after.values[c])
-        )
-    moved = [c for c in columns if c in keys]
-    if before is None and moved:
-        raise SourceInputError(
-            f"update changes key column(s) {moved} but has no before image to name the old row",
-            after.where,
-        )
-    changes: list[_Change] = []
-    for column in columns:
-        if column in keys:
-            continue
-        new = after.values[column]
-        if before is None or column not in before.values:
-            changes.append((key, EventType.UPDATE_FIELD_REMOVE_ALL, column, None, new))
-        else:
-            changes.append((key, EventType.UPDATE_FIELD, column, before.values[column], new))
-    return changes
-
-
-def _inserted(row: ChangeRow, marked: tuple[str, ...] | None) -> list[_Change]:
-    """A type 1 per marked (or every) non-key column; a NULL adds nothing, as in the event
-    log."""
-    key = _key(row)
-    return [
-        (key, EventType.INSERT_FIELD, column, None, row.values[column])
-        for column in (row.table.columns if marked is None else marked)
-        if column not in row.table.keys and row.values[column] is not None
-    ]
-
-
-def _key(row: ChangeRow) -> Key:
-    key = []
-    for column in row.table.keys:
-        value = row.values[column]
-        if value is None:
-            raise SourceInputError(f"key column {column} of {row.table.name} is NULL", row.where)
-        key.append((column, value))
-    return tuple(key)
+) -> list[ChangeEvent]:
+    """The events of one change (its rows by change_oper, and the columns each marks)."""
+    first = next(iter(change.values()))  # its rows share table and change_seq
+    table = first.table
+    images: dict[ImageRole, Image] = {}
+    wheres: dict[ImageRole, str] = {}
+    for oper, row in change.items():
+        operation, role = _OPERATIONS[oper]  # a B and its U are both the update
+        images[role], wheres[role] = row.values, row.where
+    row_change = RowChange(
+        table.name, table.keys, operation, images.get("before"), images.get("after"),
+        columns=marked.get(INSERT), changed=marked.get(UPDATE),
+    )
+    try:
+        return row_change_events(row_change, (first.change_seq, table.name))
+    except KeyValueMissing as exc:
+        raise SourceInputError(str(exc), wheres[exc.image]) from None
+    except KeyChangeWithoutBefore as exc:
+        raise SourceInputError(str(exc), wheres["after"]) from None
 
 
 # --- database -------------------------------------------------------------------------

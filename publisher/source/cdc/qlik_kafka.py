@@ -1,9 +1,10 @@
-"""Qlik Kafka messages (SOURCES.md section B, seed 001) read into ChangeEvents, from JSON
-lines or from Avro.
+"""Qlik Kafka messages (docs/change-formats.md, Qlik Kafka messages; seed 001) read into
+ChangeEvents, from JSON lines or from Avro.
 
 Two steps: the messages are parsed into a typed ``TableMetadata`` or ``DataMessage``
-each; ``ChangeAssembler`` keeps the latest metadata per table and table version, maps
-each data message to events and holds them until their transaction is whole.
+each; ``MessageTransactions`` keeps the latest metadata per table and table version, maps
+each data message with the shared mapping (``mapping.row_change_events``) and holds the
+events until their transaction is whole.
 ``read_changes`` chains them over a file or stream. Every error is a
 ``KafkaMessageError`` naming where its message starts.
 
@@ -37,11 +38,10 @@ import io
 import itertools
 import json
 import logging
-import math
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import date, time
 from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import BinaryIO, Literal, NoReturn, TextIO, TypeVar
@@ -52,7 +52,10 @@ from fastavro.types import Schema
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.model.events import EventType
+from publisher.source.cdc.mapping import (
+    Image, KeyChangeWithoutBefore, KeyValueMissing, NoEventLogText, Operation, RowChange,
+    event_log_text, row_change_events,
+)
 from publisher.source.cdc.qlik_mask import MaskError, kafka_columns
 
 __all__ = [
@@ -62,7 +65,7 @@ __all__ = [
     "DataMessage",
     "Message",
     "IncompleteTransaction",
-    "ChangeAssembler",
+    "MessageTransactions",
     "parse_message",
     "read_messages",
     "read_avro_messages",
@@ -94,8 +97,9 @@ ENVELOPE_SCHEMA = fastavro.parse_schema({
 
 
 class KafkaMessageError(SourceInputError):
-    """A message this reader cannot read; ``where`` names where it starts in the input
-    ("line 3" in JSON lines, "message 3 at byte 120" in Avro)."""
+    """A message this reader cannot read (docs/change-formats.md, Errors); ``where`` names
+    where it starts in the input ("line 3" in JSON lines, "message 3 at byte 120" in
+    Avro)."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,6 @@ JsonValue = str | bool | _Number | None | list | dict
 # the logical decimal, date, time and timestamp types.
 AvroValue = int | float | bytes | Decimal | date | time
 Row = Mapping[str, JsonValue | AvroValue]
-Key = tuple[tuple[str, str], ...]
 
 
 # --- messages -------------------------------------------------------------------------
@@ -434,7 +437,7 @@ def read_avro_messages(
 
     ``schemas`` gathers the metadata messages by schemaId as they are read, to decode the
     data messages that name one: pass the same dict to read a later input of the same
-    topics (``ChangeAssembler.schemas`` is one).
+    topics (``MessageTransactions.schemas`` is one).
     """
     schemas = {} if schemas is None else schemas
     offset = 0
@@ -605,7 +608,7 @@ class _Transaction:
     last: int | None = None
 
 
-class ChangeAssembler:
+class MessageTransactions:
     """Turns messages into events, a whole transaction at a time.
 
     Metadata messages replace the metadata of their table and table version; a data
@@ -617,13 +620,14 @@ class ChangeAssembler:
     transactionEventCounter belong to no transaction and come out at once. A transaction
     still open at ``close`` emits nothing and is listed in ``incomplete``.
 
-    Mapping: REFRESH and INSERT give a type 1 per present non-key column (columnMask; all
-    columns without one) whose value is not null; UPDATE a type 2 per non-key column its
-    changeMask marks, old from beforeData (type 3 without beforeData, or when beforeData
-    lacks the column); DELETE one type 4, keyed from data (seed 001: beforeData is for
-    UPDATE), or from beforeData when data is null. An UPDATE whose beforeData has another
-    key is the delete of the old row and the insert of the new one. ``order`` is
-    (changeSequence, transactionEventCounter or 0, position within the message).
+    Each data message is one row change for the shared mapping (docs/change-formats.md,
+    Shared mapping): REFRESH and INSERT an insert of data, UPDATE an update of beforeData
+    (when given) to data, DELETE a delete keyed from data (seed 001: beforeData is for
+    UPDATE), or from beforeData when data is null. The columns covered are those the
+    columnMask marks present (all columns without one): a changed column that is not
+    present has no new value to publish. An UPDATE's changed columns are those its
+    changeMask marks. ``order`` is (changeSequence, transactionEventCounter or 0,
+    position within the message).
 
     ``schemas`` holds the metadata messages by schemaId for ``read_avro_messages``, which
     fills it: kept here, it lasts across inputs as the rest of the metadata does."""
@@ -711,22 +715,30 @@ class ChangeAssembler:
         return [event for counter in sorted(tx.parts) for event in tx.parts[counter]]
 
 
-# One event without its order: key, type, column, old value, new value.
-_Change = tuple[Key, EventType, str | None, str | None, str | None]
-
-
 def _events(metadata: TableMetadata, message: DataMessage) -> list[ChangeEvent]:
     """The events of one data message, in message order."""
-    counter = message.event_counter or 0
-    return [
-        ChangeEvent((message.change_sequence, counter, position), metadata.table, *change)
-        for position, change in enumerate(_row_changes(metadata, message))
-    ]
+    change = _row_change(metadata, message)
+    order = (message.change_sequence, message.event_counter or 0)
+    try:
+        return row_change_events(change, order)
+    except KeyValueMissing as exc:
+        image = {"after": "data", "before": "beforeData"}[exc.image]
+        shown = "data and beforeData" if message.operation == DELETE else image
+        raise KafkaMessageError(
+            f"key column {exc.column} is null or absent in {shown}", message.where
+        ) from None
+    except KeyChangeWithoutBefore as exc:
+        raise KafkaMessageError(
+            f"UPDATE changes key column(s) {list(exc.columns)} but has no beforeData to name "
+            "the old row",
+            message.where,
+        ) from None
 
 
-def _row_changes(metadata: TableMetadata, message: DataMessage) -> list[_Change]:
-    where, names = message.where, metadata.names
-    if not metadata.keys:
+def _row_change(metadata: TableMetadata, message: DataMessage) -> RowChange:
+    """The row change a data message states, its values as text."""
+    where, names, keys = message.where, metadata.names, metadata.keys
+    if not keys:
         raise KafkaMessageError(
             f"table {metadata.table} has no key column in its metadata ({metadata.where}: "
             "no primaryKeyPosition above 0)",
@@ -746,51 +758,21 @@ def _row_changes(metadata: TableMetadata, message: DataMessage) -> list[_Change]
         present = names  # seed 001: the mask normally covers every column
     if message.operation == DELETE:
         row = message.data if message.data is not None else message.before_data
-        key = _key(metadata, row, "data and beforeData", where)
-        return [(key, EventType.DELETE_ROW, None, None, None)]
+        before = _image(metadata, row or {}, keys, where)
+        return RowChange(metadata.table, keys, Operation.DELETE, before=before)
     data = message.data
     if data is None:
         raise KafkaMessageError(f"{message.operation} message has no data", where)
-    key = _key(metadata, data, "data", where)
+    # Only the columns the mapping reads are converted, so only theirs can be refused.
+    after = _image(metadata, data, (*keys, *present), where)
     if message.operation in (REFRESH, INSERT):
-        return _inserted(metadata, key, data, present, where)
+        return RowChange(metadata.table, keys, Operation.INSERT, after=after, columns=present)
     if changed is None:
         raise KafkaMessageError("UPDATE message has no changeMask", where)
-    before = message.before_data
-    old_key = None if before is None else _key(metadata, before, "beforeData", where)
-    if old_key is not None and old_key != key:
-        deleted: _Change = (old_key, EventType.DELETE_ROW, None, None, None)
-        return [deleted, *_inserted(metadata, key, data, present, where)]
-    moved = [column for column in changed if column in metadata.keys]
-    if before is None and moved:
-        raise KafkaMessageError(
-            f"UPDATE changes key column(s) {moved} but has no beforeData to name the old row",
-            where,
-        )
-    changes: list[_Change] = []
-    for column in changed:
-        # A changed column not present in the message has no new value to publish.
-        if column in metadata.keys or column not in present:
-            continue
-        new = _text(metadata, data, column, where)
-        if before is None or column not in before:
-            changes.append((key, EventType.UPDATE_FIELD_REMOVE_ALL, column, None, new))
-        else:
-            old = _text(metadata, before, column, where)
-            changes.append((key, EventType.UPDATE_FIELD, column, old, new))
-    return changes
-
-
-def _inserted(
-    metadata: TableMetadata, key: Key, row: Row, present: Sequence[str], where: str
-) -> list[_Change]:
-    """A type 1 per present non-key column; a null adds nothing, as in the event log."""
-    changes: list[_Change] = []
-    for column in present:
-        value = _text(metadata, row, column, where)
-        if column not in metadata.keys and value is not None:
-            changes.append((key, EventType.INSERT_FIELD, column, None, value))
-    return changes
+    before = _image(metadata, message.before_data, (*keys, *changed), where)
+    return RowChange(
+        metadata.table, keys, Operation.UPDATE, before, after, columns=present, changed=changed
+    )
 
 
 def _marked(
@@ -805,73 +787,37 @@ def _marked(
         raise KafkaMessageError(f"{label}: {exc}", where) from None
 
 
-def _key(metadata: TableMetadata, row: Row | None, label: str, where: str) -> Key:
-    """The row's key columns and values as text, in primaryKeyPosition order."""
-    key = []
-    for column in metadata.keys:
-        value = None if row is None else _text(metadata, row, column, where)
-        if value is None:
-            raise KafkaMessageError(f"key column {column} is null or absent in {label}", where)
-        key.append((column, value))
-    return tuple(key)
-
-
-def _text(metadata: TableMetadata, row: Row, name: str, where: str) -> str | None:
-    """A column value as the event log holds it: JSON numbers as written, booleans
-    true/false, binary as Base64 text (which Qlik's JSON already is: kept as is, checked).
-    Avro values in their shortest exact text: integers and decimals in digits (a decimal
-    keeps its scale), a double as Python writes it, a REAL4 as the shortest text of its
-    32-bit value; dates and times in ISO form, timestamps in UTC as
-    "YYYY-MM-DD HH:MM:SS.ffffff"."""
-    value = row.get(name)
-    if value is None:
+def _image(
+    metadata: TableMetadata, row: Row | None, columns: Sequence[str], where: str
+) -> Image | None:
+    """The image of a row's ``columns``: those it holds, as text (None without a row)."""
+    if row is None:
         return None
+    return {column: _column_text(metadata, row, column, where) for column in columns
+            if column in row}
+
+
+def _column_text(metadata: TableMetadata, row: Row, name: str, where: str) -> str | None:
+    """A column value as the event log holds it (mapping.event_log_text, a REAL4 as a
+    32-bit value), JSON numbers as written. Binary is Base64 text, which Qlik's JSON
+    already is: kept as is, checked; Avro gives bytes."""
+    value = row.get(name)
     column = metadata.by_name[name]
-    if column.type.upper() in BINARY_TYPES:
-        if isinstance(value, bytes):
-            return base64.b64encode(value).decode("ascii")
+    kind = column.type.upper()
+    if kind in BINARY_TYPES and not (value is None or isinstance(value, bytes)):
         if isinstance(value, str) and _is_base64(value):
             return value
         raise KafkaMessageError(
             f"column {name} of type {column.type} holds {_shown(value)}, not Base64 text", where
         )
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, _Number):
         return value.text
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return _float32_text(value) if column.type.upper() == "REAL4" else repr(value)
-    if isinstance(value, Decimal) and value.is_finite():
-        return format(value, "f")
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC).replace(tzinfo=None)
-        return value.isoformat(sep=" ", timespec="microseconds")
-    if isinstance(value, (date, time)):
-        return value.isoformat()
-    raise KafkaMessageError(
-        f"column {name} holds {_shown(value)}, not a single finite value", where
-    )
-
-
-def _float32_text(value: float) -> str:
-    """The shortest text that reads back as the same 32-bit float (Avro gives a REAL4 as a
-    float, which Python widens: 1.1 would show as 1.100000023841858)."""
     try:
-        narrowed = struct.unpack("f", struct.pack("f", value))[0]
-    except OverflowError:
-        narrowed = None
-    if narrowed != value:  # not a 32-bit value: the data schema gave a double
-        return repr(value)
-    for digits in range(1, 9):
-        nearest = float(f"{value:.{digits}g}")
-        if struct.unpack("f", struct.pack("f", nearest))[0] == value:
-            return repr(nearest)
-    return repr(float(f"{value:.9g}"))  # 9 significant digits always suffice
+        return event_log_text(value, single_precision=kind == "REAL4")
+    except NoEventLogText:
+        raise KafkaMessageError(
+            f"column {name} holds {_shown(value)}, not a single finite value", where
+        ) from None
 
 
 def _is_base64(text: str) -> bool:
@@ -887,30 +833,32 @@ def _is_base64(text: str) -> bool:
 
 def read_changes(
     stream: TextIO | BinaryIO,
-    assembler: ChangeAssembler | None = None,
+    transactions: MessageTransactions | None = None,
     message_format: Literal["json", "avro"] = "json",
 ) -> Iterator[ChangeEvent]:
     """The events of a Qlik Kafka input, a whole transaction at a time: JSON lines from a
     text stream (``message_format`` "json"), or length-prefixed Avro messages from a
     binary stream ("avro"; see ``read_avro_messages``).
 
-    Pass an ``assembler`` to keep metadata across inputs or to inspect its ``incomplete``
+    Pass ``transactions`` to keep metadata across inputs or to inspect its ``incomplete``
     transactions once the events are read. An unknown format, or Avro from a text stream,
     is a ConfigError at once.
     """
-    assembler = assembler or ChangeAssembler()
+    transactions = transactions or MessageTransactions()
     if message_format == "json":
-        return _changes(read_messages(stream), assembler)
+        return _changes(read_messages(stream), transactions)
     if message_format != "avro":
         raise ConfigError(
             f"unknown Qlik Kafka message format {message_format!r}: use json or avro"
         )
     if isinstance(stream.read(0), str):
         raise ConfigError("Qlik Kafka messages in Avro are read from a binary stream, not text")
-    return _changes(read_avro_messages(stream, assembler.schemas), assembler)
+    return _changes(read_avro_messages(stream, transactions.schemas), transactions)
 
 
-def _changes(messages: Iterator[Message], assembler: ChangeAssembler) -> Iterator[ChangeEvent]:
+def _changes(
+    messages: Iterator[Message], transactions: MessageTransactions
+) -> Iterator[ChangeEvent]:
     for message in messages:
-        yield from assembler.apply(message)
-    assembler.close()
+        yield from transactions.apply(message)
+    transactions.close()

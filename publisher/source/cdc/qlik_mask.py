@@ -1,6 +1,7 @@
-"""Qlik change masks (SOURCES.md sections A and B): which columns a change-table row or a
-Kafka data message marks, and, for change tables landed as files, which byte order the
-hex text uses, chosen per table from its DELETE rows. Pure decoding, no I/O."""
+"""Qlik change masks (docs/change-formats.md, Qlik change tables and Qlik Kafka messages):
+which columns a change-table row or a Kafka data message marks, and, for change tables
+landed as files, which byte order the hex text uses, chosen per table from its DELETE
+rows. Pure decoding, no I/O."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def hex_mask_value(text: str, order: ByteOrder) -> int:
     return int.from_bytes(hex_mask_bytes(text), order)
 
 
-# Change tables (section A): bit N is change-table column ordinal N, headers first.
+# Change tables (docs/change-formats.md, Qlik change tables): bit N is change-table column
+# ordinal N, headers first.
 
 
 def _change_table_width(header_count: int, columns: Sequence[str]) -> int:
@@ -147,9 +149,10 @@ def choose_byte_order(
     return remaining[0] if len(remaining) == 1 else None
 
 
-# Kafka messages (section B): bit k-1 is the column of ordinal k. The worked checks fix the
-# reading: "008080" over 16 columns marks ordinals 8 and 16, so the hex text is one
-# big-endian integer (byte by byte little-endian, it would mark ordinals 16 and 24).
+# Kafka messages (docs/change-formats.md, Qlik Kafka messages): bit k-1 is the column of
+# ordinal k. The worked checks fix the reading: "008080" over 16 columns marks ordinals 8
+# and 16, so the hex text is one big-endian integer (byte by byte little-endian, it would
+# mark ordinals 16 and 24).
 
 
 def kafka_ordinals(text: str, column_count: int) -> tuple[int, ...]:
