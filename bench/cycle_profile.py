@@ -15,9 +15,9 @@ import time
 
 import pyarrow as pa
 
+from publisher.model.rows import CLASSIFIED, REDUCED
 from publisher.reduce import pipeline as p
 from publisher.reduce.current import current_state
-from publisher.model.rows import CLASSIFIED, REDUCED
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.database import connect

@@ -13,19 +13,19 @@ import sqlalchemy as sa
 
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
-from publisher.errors import ConfigError, PublisherBusy
 from publisher.delivery.status import write_statuses
+from publisher.errors import ConfigError, PublisherBusy
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import PENDING
 from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress, Silent
+from publisher.reduce.loopback import loopback_user
 from publisher.report import CycleReport
 from publisher.settings import Settings
-from publisher.source.database import connect
-from publisher.source.dialects import Dialect
 from publisher.source.cdc.formats import ChangeInput
 from publisher.source.changes import StagedChanges, stage_changes
-from publisher.reduce.loopback import loopback_user
+from publisher.source.database import connect
+from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, read_pending
 from publisher.source.query_back import read_current
 from publisher.source.schema import reflect_catalogue
@@ -174,13 +174,14 @@ def _cycle(
     settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress
 ) -> CycleReport:
     # Spark is imported here, not at module level, so the CLI's --help stays light.
+    from pyspark.sql import functions as F
+
     from publisher.delivery.ordered import order_commands
+    from publisher.model.rows import CLASSIFIED, NOTES, REDUCED
     from publisher.reduce import pipeline as p
     from publisher.reduce.current import current_state
     from publisher.reduce.status_ranges import id_runs, status_ranges
-    from publisher.model.rows import CLASSIFIED, NOTES, REDUCED
     from publisher.render.object_pass import object_pass
-    from pyspark.sql import functions as F
 
     started = time.monotonic()
     spark = spark_session(settings.spark_master)
@@ -221,7 +222,7 @@ def _cycle(
     report.documents = sink.publish(ordered)
     phases.begin("finding status ranges", documents=report.documents)
 
-    exceptions = sorted([*census.rejected, *(p.Note(*n) for n in noted)])  # few: E and W rows
+    exceptions = sorted([*census.rejected, *(p.Note(**n.asDict()) for n in noted)])  # few: E and W rows
     runs = [(census.low, census.high)] if census.contiguous else id_runs(classified)
     ranges = status_ranges(runs, ((r.record_id, r.status) for r in exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact

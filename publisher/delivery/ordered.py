@@ -97,13 +97,15 @@ def document_writer(directory: str, batch_size: int, offsets: list[int], total: 
             event_id = document[0][0]
             if start >= first and position == end:  # whole, and this partition's own
                 stream, temporary = create_temporary(Path(directory), document_name(event_id))
-                reports.append(PIECES.row(number, start, event_id, path=str(temporary)))
+                reports.append(
+                    PIECES.row(document=number, position=start, event_id=event_id, path=str(temporary))
+                )
                 with stream:
                     write_stream(stream, (xml for _, xml in document))
             else:
                 for offset, (cmd_id, xml) in enumerate(document):
                     at = position - len(document) + offset
-                    reports.append(PIECES.row(number, at, cmd_id, xml=xml))
+                    reports.append(PIECES.row(document=number, position=at, event_id=cmd_id, xml=xml))
             document.clear()
 
         try:

@@ -44,7 +44,7 @@ def _current_rows(
             for row in batch.to_pylist():
                 match = current_match(table, key_names, row)
                 if match is not None:
-                    out.append(CURRENT.row(match, current_cells(table, key_names, row)))
+                    out.append(CURRENT.row(match=match, cells=current_cells(table, key_names, row)))
             yield CURRENT.batch(out)
 
     return rows

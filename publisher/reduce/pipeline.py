@@ -135,7 +135,7 @@ def census(classified: DataFrame) -> Census:
             for g in groups
             if g.table_name is not None
         ),
-        rejected=tuple(Note(*r) for g in groups for r in g.rejected),
+        rejected=tuple(Note(**r.asDict()) for g in groups for r in g.rejected),
     )
 
 

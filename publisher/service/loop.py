@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from publisher.cycle import CycleReport, run_cycle
+from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
-from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.service.logs import log
 from publisher.service.metrics import Metrics
 from publisher.settings import Settings

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from publisher.source.database import run_scripts
 from publisher.source.dialects import Dialect
 
+
 def init_db(
     engine: sa.Engine, dialect: Dialect, schema: str, log_table: str, sample: bool, flavour: str
 ) -> list[str]:
