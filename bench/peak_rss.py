@@ -12,12 +12,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 
-def tree_rss(root: int) -> list[tuple[int, str]]:
-    """(RSS in KiB, command line) of ``root`` and every process below it."""
+class Proc(NamedTuple):
+    pid: int
+    rss_kib: int
+    cmdline: str
+
+
+def process_tree(root: int) -> list[Proc]:
+    """``root`` and every process below it (the Spark JVM, the Python workers)."""
     children: dict[int, list[int]] = {}
-    seen: dict[int, tuple[int, str]] = {}
+    seen: dict[int, Proc] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -29,7 +36,7 @@ def tree_rss(root: int) -> list[tuple[int, str]]:
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         pid = int(entry.name)
         children.setdefault(int(fields["PPid"]), []).append(pid)
-        seen[pid] = (int(fields.get("VmRSS", "0 kB").split()[0]), command.strip())
+        seen[pid] = Proc(pid, int(fields.get("VmRSS", "0 kB").split()[0]), command.strip())
     found, stack = [], [root]
     while stack:
         pid = stack.pop()
@@ -39,8 +46,13 @@ def tree_rss(root: int) -> list[tuple[int, str]]:
     return found
 
 
+def tree_rss(root: int) -> list[tuple[int, str]]:
+    """(RSS in KiB, command line) of ``root`` and every process below it."""
+    return [(proc.rss_kib, proc.cmdline) for proc in process_tree(root)]
+
+
 def tree_rss_kib(root: int) -> int:
-    return sum(kib for kib, _ in tree_rss(root))
+    return sum(proc.rss_kib for proc in process_tree(root))
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -37,9 +38,13 @@ def _wait_until_up(url: str, what: str, timeout: float = 60) -> None:
 
 
 class PrivatePostgres:
+    """``settings``: extra server settings as ``name=value`` (each passed as ``-c``), e.g.
+    ``log_statement=all``; the server's log is ``log_path``."""
+
     kind = "postgresql"
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Sequence[str] = ()) -> None:
+        self.settings = tuple(settings)
         self.port = free_port()
         self.home = Path(tempfile.mkdtemp(prefix="xdspub-pg-"))
         shutil.chown(self.home, "postgres", "postgres")  # a pytest tmp_path is root's alone
@@ -57,8 +62,14 @@ class PrivatePostgres:
 
     def _pg_ctl(self, *args: str) -> None:
         options = f"-p {self.port} -k {self.home} -c listen_addresses=127.0.0.1"
+        options += "".join(f" -c {setting}" for setting in self.settings)
         self._as_postgres("pg_ctl", "-D", str(self.home / "data"), "-l", str(self.home / "log"),
                           "-o", options, "-w", *args)
+
+    @property
+    def log_path(self) -> Path:
+        """The server's log (pg_ctl -l): what ``log_statement`` logs goes here."""
+        return self.home / "log"
 
     def start(self) -> None:
         self._pg_ctl("start")
@@ -72,11 +83,15 @@ class PrivatePostgres:
 
 
 class PrivateMariaDB:
+    """``options``: extra mariadbd options, ``{home}`` standing for the server's folder,
+    e.g. ``--general-log-file={home}/general.log``."""
+
     kind = "mariadb"
 
-    def __init__(self) -> None:
+    def __init__(self, options: Sequence[str] = ()) -> None:
         self.port = free_port()
         self.home = Path(tempfile.mkdtemp(prefix="xdspub-mariadb-"))
+        self.options = tuple(option.replace("{home}", str(self.home)) for option in options)
         self.url = f"mysql+pymysql://root@127.0.0.1:{self.port}/test"
         subprocess.run(
             ["mariadb-install-db", "--no-defaults", f"--datadir={self.home / 'data'}", "--user=root",
@@ -92,7 +107,7 @@ class PrivateMariaDB:
         self.process = subprocess.Popen(
             ["mariadbd", "--no-defaults", f"--datadir={self.home / 'data'}", f"--port={self.port}",
              f"--socket={self.home / 'sock'}", "--bind-address=127.0.0.1", "--user=root",
-             f"--log-error={self.home / 'error.log'}"],
+             f"--log-error={self.home / 'error.log'}", *self.options],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _wait_until_up(self.url.replace("/test", "/"), "the private MariaDB")
@@ -111,6 +126,8 @@ class PrivateMariaDB:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def start_private_server(kind: str) -> PrivatePostgres | PrivateMariaDB:
-    return {"postgresql": PrivatePostgres, "mariadb": PrivateMariaDB}[kind]()
+def start_private_server(kind: str, extra: Sequence[str] = ()) -> PrivatePostgres | PrivateMariaDB:
+    """A private server of ``kind``; ``extra``: PostgreSQL settings or mariadbd options
+    (see each class)."""
+    return {"postgresql": PrivatePostgres, "mariadb": PrivateMariaDB}[kind](extra)
 

@@ -43,7 +43,8 @@ def shown_url(url: str) -> str:
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except (sa.exc.ArgumentError, ValueError):
-        return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
+        # Not a URL SQLAlchemy reads: hide all that could be user and password.
+        return re.sub(r"^(.*?//)?.*@", lambda m: f"{m.group(1) or ''}***@", url)
 
 
 def run_scripts(engine: sa.Engine, dialect: Dialect, scripts: list[str]) -> None:

@@ -31,6 +31,9 @@ class Dialect:
     time_order: Callable[[sa.ColumnElement], sa.ColumnElement]
     time_unit_seconds: float
     now: Callable[[], sa.ColumnElement]
+    # A text column cut to its first n characters in the database (and whole when shorter),
+    # so that a huge value never leaves it whole (docs/parameters.md, Maximum Value Length).
+    first_characters: Callable[[sa.ColumnElement, int], sa.ColumnElement]
     # Runs a script of several statements (the files under sql/) on a DBAPI connection.
     run_script: Callable[[Any, str], None]
     # One publisher per event log: SQL that tries to take a lock named :name for the life
@@ -53,6 +56,16 @@ class Dialect:
             port=url.port or self.default_port or "",
             database=database,
         )
+
+
+def _substr(column: sa.ColumnElement, n: int) -> sa.ColumnElement:
+    return sa.func.substr(column, 1, n)
+
+
+def _sqlite_first_characters(column: sa.ColumnElement, n: int) -> sa.ColumnElement:
+    # SQLite's substr() and length() stop at a NUL: a value holding one is read whole
+    # unless its text before the NUL is already too long, so nothing after a NUL is lost.
+    return sa.case((sa.func.length(column) > n, _substr(column, n)), else_=column)
 
 
 def _sqlite_base64(connection: sqlite3.Connection) -> None:
@@ -78,6 +91,7 @@ SQLITE = Dialect(
     time_order=lambda column: sa.func.julianday(column),
     time_unit_seconds=86400.0,
     now=lambda: sa.literal_column("'now'"),
+    first_characters=_sqlite_first_characters,
     run_script=lambda connection, script: connection.executescript(script),
     on_connect=_sqlite_base64,
 )
@@ -104,6 +118,7 @@ POSTGRESQL = Dialect(
     time_order=lambda column: sa.extract("epoch", column),
     time_unit_seconds=1.0,
     now=lambda: sa.literal_column("(clock_timestamp() AT TIME ZONE 'utc')"),
+    first_characters=_substr,
     run_script=lambda connection, script: connection.execute(script),
     lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
 )
@@ -124,6 +139,7 @@ MARIADB = Dialect(
     ),
     time_unit_seconds=1e-6,
     now=lambda: sa.func.utc_timestamp(6),
+    first_characters=_substr,
     run_script=_run_each_result,
     lock_query="SELECT GET_LOCK(:name, 0)",
     connect_args={"client_flag": 1 << 16},  # CLIENT.MULTI_STATEMENTS, for init-db scripts

@@ -70,7 +70,7 @@ def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Se
     longest = settings.max_value_length + 1
 
     def column(role: str, label: str | None = None) -> sa.ColumnElement:
-        value = sa.func.substr(c(role), 1, longest) if role in _BOUNDED else c(role)
+        value = dialect.first_characters(c(role), longest) if role in _BOUNDED else c(role)
         return value.label(label or role)
 
     query = sa.select(

@@ -16,6 +16,15 @@ ROWS_PER_PARTITION = 250_000  # below this a second connection costs more than i
 FETCH_SIZE = 10_000
 
 
+def jdbc_sql(query: sa.Select, engine: sa.Engine) -> str:
+    """``query`` as SQL text for a JDBC driver, its values inlined and escaped by the
+    engine's own dialect. Where the Python driver's paramstyle is a %-format, that text is
+    a format string (each ``%`` written ``%%``): formatted with no parameters, it is the SQL
+    the server reads, as the driver itself would send it."""
+    sql = str(query.compile(engine, compile_kwargs={"literal_binds": True}))
+    return sql % () if engine.dialect.paramstyle in ("format", "pyformat") else sql
+
+
 def read_query(
     spark: SparkSession,
     engine: sa.Engine,
@@ -26,7 +35,7 @@ def read_query(
 ) -> DataFrame:
     """``query`` as a DataFrame of ``schema`` (Spark's customSchema: the types it reads the
     columns as). ``split``: (column, lowest, highest, rows) to read in record ranges."""
-    sql = str(query.compile(engine, compile_kwargs={"literal_binds": True}))
+    sql = jdbc_sql(query, engine)
     url = engine.url
     reader = (
         spark.read.format("jdbc")

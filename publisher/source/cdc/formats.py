@@ -65,8 +65,6 @@ def _gbase8s(options: ChangeOptions) -> ChangeInput:
 
 
 def _qlik_kafka(options: ChangeOptions) -> ChangeInput:
-    import io
-
     from publisher.source.cdc import qlik_kafka
 
     def events() -> Iterator[ChangeEvent]:
@@ -75,8 +73,7 @@ def _qlik_kafka(options: ChangeOptions) -> ChangeInput:
             # length.
             head = stream.peek(64).removeprefix(b"\xef\xbb\xbf").lstrip()
             if head[:1] == b"{" or not head:
-                text = io.TextIOWrapper(stream, encoding="utf-8-sig")
-                yield from qlik_kafka.read_changes(text)
+                yield from qlik_kafka.read_changes(stream)
             else:
                 yield from qlik_kafka.read_changes(stream, message_format="avro")
 

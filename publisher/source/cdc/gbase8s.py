@@ -21,9 +21,16 @@ from typing import BinaryIO
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
+from publisher.source.cdc import MAX_RECORD_BYTES
 from publisher.source.cdc.mapping import (
-    Image, ImageRole, KeyValueMissing, Operation, RowChange, event_log_text,
-    row_change_events, row_key,
+    Image,
+    ImageRole,
+    KeyValueMissing,
+    Operation,
+    RowChange,
+    event_log_text,
+    row_change_events,
+    row_key,
 )
 
 __all__ = [
@@ -240,7 +247,7 @@ class RecordDecoder:
             header_size, payload_size, scheme, number = COMMON_HEADER.unpack_from(pending, pos)
             end = pos + header_size + payload_size
             try:
-                kind = _checked_kind(offset, header_size, scheme, number)
+                kind = _checked_kind(offset, header_size, payload_size, scheme, number)
                 if end > len(pending):
                     break
                 header = bytes(pending[pos + COMMON_HEADER.size : pos + header_size])
@@ -281,12 +288,18 @@ class RecordDecoder:
 
 
 def _checked_kind(
-    offset: int, header_size: int, scheme: int, number: int
+    offset: int, header_size: int, payload_size: int, scheme: int, number: int
 ) -> tuple[str, int, _Parser] | None:
     """The record kind of a common header (None for an unknown number), if the header is
     sound for it."""
     if scheme != PACKET_SCHEME:
         raise CdcStreamError(f"packet scheme {scheme}, expected {PACKET_SCHEME}", offset)
+    if header_size + payload_size > MAX_RECORD_BYTES:
+        raise CdcStreamError(
+            f"record size {header_size} + {payload_size} is more than the "
+            f"{MAX_RECORD_BYTES} bytes a record may have",
+            offset,
+        )
     kind = _KINDS.get(number)
     name, needs = (kind[0], kind[1]) if kind else (f"record number {number}", 0)
     if header_size < COMMON_HEADER.size + needs:

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,8 +37,15 @@ from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
 from publisher.source.cdc import positions
 from publisher.source.cdc.mapping import (
-    Image, ImageRole, KeyChangeWithoutBefore, KeyValueMissing, NoEventLogText, Operation,
-    RowChange, event_log_text, row_change_events,
+    Image,
+    ImageRole,
+    KeyChangeWithoutBefore,
+    KeyValueMissing,
+    NoEventLogText,
+    Operation,
+    RowChange,
+    event_log_text,
+    row_change_events,
 )
 from publisher.source.cdc.qlik_kafka import BINARY_TYPES
 from publisher.source.cdc.qlik_mask import (
@@ -492,9 +500,9 @@ def _csv_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object]
         )
     null, quote = options.get("nullValue", ""), options.get("quoteChar", '"') or None
     start = 1
-    with path.open(newline="", encoding="utf-8") as stream:
+    with path.open("rb") as stream:
         reader = csv.reader(
-            stream, delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
+            _utf8_lines(stream, path), delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
             escapechar=options.get("escapeChar") or None, strict=True,
             quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
         )
@@ -513,6 +521,19 @@ def _csv_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object]
                 ], where
         except csv.Error as exc:
             raise SourceInputError(f"CSV: {exc}", f"{path} line {start}") from None
+
+
+
+def _utf8_lines(stream: BinaryIO, path: Path) -> Iterator[str]:
+    """The file's lines as text; a line that is not UTF-8 is an error naming it."""
+    for number, line in enumerate(stream, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SourceInputError(
+                f"not UTF-8 text (byte {line[exc.start]:#04x} at column {exc.start + 1})",
+                f"{path} line {number}",
+            ) from None
 
 
 def _csv_value(name: str, field: str, null: object, binary: frozenset[str], where: str) -> object:

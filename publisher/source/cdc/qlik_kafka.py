@@ -52,9 +52,16 @@ from fastavro.types import Schema
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
+from publisher.source.cdc import MAX_RECORD_BYTES
 from publisher.source.cdc.mapping import (
-    Image, KeyChangeWithoutBefore, KeyValueMissing, NoEventLogText, Operation, RowChange,
-    event_log_text, row_change_events,
+    Image,
+    KeyChangeWithoutBefore,
+    KeyValueMissing,
+    NoEventLogText,
+    Operation,
+    RowChange,
+    event_log_text,
+    row_change_events,
 )
 from publisher.source.cdc.qlik_mask import MaskError, kafka_columns
 
@@ -418,12 +425,34 @@ def _mask(headers: Mapping, name: str, where: str) -> str | None:
     return _string(headers, name, where)
 
 
-def read_messages(stream: TextIO) -> Iterator[Message]:
-    """The messages of a JSON lines file or text stream, one a line; blank lines are
-    skipped (but counted)."""
-    for line, text in enumerate(stream, start=1):
+def read_messages(stream: TextIO | BinaryIO) -> Iterator[Message]:
+    """The messages of a JSON lines file or stream, one a line; blank lines are skipped
+    (but counted). A binary stream is read as UTF-8 (a BOM at its start skipped), a line
+    at a time and never longer than MAX_RECORD_BYTES."""
+    for line, text in enumerate(_text_lines(stream), start=1):
         if text.strip():
             yield parse_message(text, line)
+
+
+def _text_lines(stream: TextIO | BinaryIO) -> Iterator[str]:
+    if isinstance(stream.read(0), str):
+        yield from stream
+        return
+    offset = 0
+    for line in itertools.count(1):
+        raw = stream.readline(MAX_RECORD_BYTES + 1)
+        if not raw:
+            return
+        where = f"line {line} at byte {offset}"
+        if len(raw) > MAX_RECORD_BYTES:
+            raise KafkaMessageError(f"a line longer than {MAX_RECORD_BYTES} bytes", where)
+        try:
+            yield raw.decode("utf-8-sig" if line == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise KafkaMessageError(
+                f"not UTF-8 text (byte {raw[exc.start]:#04x})", f"line {line} at byte {offset + exc.start}"
+            ) from None
+        offset += len(raw)
 
 
 # --- Avro -----------------------------------------------------------------------------
@@ -454,6 +483,12 @@ def read_avro_messages(
         if length < 0:
             raise KafkaMessageError(
                 "a null message value (a Kafka tombstone), which Qlik does not write", where
+            )
+        if length > MAX_RECORD_BYTES:
+            raise KafkaMessageError(
+                f"a message length of {length} bytes, more than the {MAX_RECORD_BYTES} a "
+                "message may have",
+                where,
             )
         value = stream.read(length)
         if len(value) < length:
@@ -837,8 +872,9 @@ def read_changes(
     message_format: Literal["json", "avro"] = "json",
 ) -> Iterator[ChangeEvent]:
     """The events of a Qlik Kafka input, a whole transaction at a time: JSON lines from a
-    text stream (``message_format`` "json"), or length-prefixed Avro messages from a
-    binary stream ("avro"; see ``read_avro_messages``).
+    text or binary stream (``message_format`` "json"; see ``read_messages``), or
+    length-prefixed Avro messages from a binary stream ("avro"; see
+    ``read_avro_messages``).
 
     Pass ``transactions`` to keep metadata across inputs or to inspect its ``incomplete``
     transactions once the events are read. An unknown format, or Avro from a text stream,
