@@ -33,6 +33,7 @@ from tests.private_servers import PrivateMariaDB, PrivatePostgres, start_private
 
 CI = bool(os.environ.get("CI"))
 KINDS = ("sqlite", "postgresql", "mariadb")
+SERVER_KINDS = KINDS[1:]  # the databases with users and statement logs
 MASTER = "local[2]"
 EXPORT_TIMEOUT = 900  # seconds: other sessions run Spark on this 2-core machine too
 

@@ -11,6 +11,7 @@ import pytest
 
 from tests.hostile.conftest import (
     KINDS,
+    SERVER_KINDS,
     Cmd,
     HostileDb,
     Run,
@@ -102,10 +103,9 @@ def test_keys_of_no_row_and_decoys_publish_nothing(whole: WholeRead) -> None:
     assert all(len(commands) == 1 for commands in whole.found.values())
 
 
+@pytest.mark.parametrize("whole", SERVER_KINDS, indirect=True)
 def test_the_table_was_read_whole(whole: WholeRead) -> None:
     """What makes this the whole-table read: the server ran a read of acct, none by key."""
-    if whole.db.kind == "sqlite":
-        pytest.skip("SQLite has no statement log")
     reads = [s.sql for s in whole.statements if re.search(r"\bFROM\s+\S*\bacct\b", s.sql, re.I)]
     assert reads, "no read of acct was logged"
     keyed = [sql[:200] for sql in reads if re.search(r"\blogin\b\s+IN\b", sql, re.I)]
