@@ -222,7 +222,8 @@ def _cycle(
     report.documents = sink.publish(ordered)
     phases.begin("finding status ranges", documents=report.documents)
 
-    exceptions = sorted([*census.rejected, *(p.Note(**n.asDict()) for n in noted)])  # few: E and W rows
+    # Few: the E and W rows.
+    exceptions = sorted([*census.rejected, *(p.Note(**n.asDict()) for n in noted)])
     runs = [(census.low, census.high)] if census.contiguous else id_runs(classified)
     ranges = status_ranges(runs, ((r.record_id, r.status) for r in exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact

@@ -67,7 +67,7 @@ def xds_text(value: str | bytes | None, xds_type: str, is_char: bool = False) ->
             raise InvalidValue("binary value", f"is not a valid {xds_type} value")
         return base64.b64encode(bytes(value)).decode("ascii")
     if xds_type == INT:
-        return _integer(value)
+        return _integer(value, "is not a valid int value")
     if xds_type == STATE:
         word = value.strip(" ").lower()
         if word in TRUE_WORDS:
@@ -76,18 +76,19 @@ def xds_text(value: str | bytes | None, xds_type: str, is_char: bool = False) ->
             return "false"
         raise InvalidValue(value, "is not a valid state value")
     if xds_type == TIME:
-        return str(epoch_seconds(value))
+        return str(_epoch_seconds(value))
     return value.rstrip(" ") if is_char else value
 
 
-def _integer(text: str) -> str:
+def _integer(text: str, reason: str) -> str:
+    """The canonical text of an integer (spaces around it dropped); InvalidValue(reason)."""
     trimmed = text.strip(" ")
     if not _INTEGER.match(trimmed):
-        raise InvalidValue(text, "is not a valid int value")
+        raise InvalidValue(text, reason)
     return str(int(trimmed))
 
 
-def epoch_seconds(text: str) -> int:
+def _epoch_seconds(text: str) -> int:
     """Seconds since 1970-01-01 UTC of an integer, a time of day (seconds of the day), or an
     ISO date or date-time (naive ones are UTC); InvalidValue otherwise."""
     trimmed = text.strip(" ")
@@ -113,10 +114,8 @@ def key_text(value: str | bytes, xds_type: str, is_char: bool = False) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return xds_text(value, xds_type)  # Base64, or InvalidValue for a non-binary column
     if xds_type == INT:
-        trimmed = value.strip(" ")
-        if not _INTEGER.match(trimmed):
-            raise InvalidValue(value, "is not an integer")
-        if int(trimmed) not in _BIGINT:
+        text = _integer(value, "is not an integer")
+        if int(text) not in _BIGINT:
             raise InvalidValue(value, "is not a 64-bit integer")
-        return str(int(trimmed))
+        return text
     return value.rstrip(" ") if is_char else value

@@ -90,7 +90,7 @@ class Census:
     low: int | None  # record_ids, None when there are no rows
     high: int | None
     shapes: tuple[RequestShape, ...]  # of the live query-back events
-    rejected: tuple  # the E rows (Note): few
+    rejected: tuple[Note, ...]  # the E rows: few
 
     @property
     def contiguous(self) -> bool:

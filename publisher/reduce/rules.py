@@ -129,12 +129,12 @@ class Classifier:
             raise Rejected(
                 f"table {table_name} is not in the published schema {self.catalogue.schema}"
             )
+        if not table.key_columns:
+            raise Rejected(f"table {table_name} has no key (no primary key, no pk_ column)")
         if set(pairs) != set(table.key_columns):
-            named = "+".join(pairs)
-            if not table.key_columns:
-                raise Rejected(f"table {table_name} has no key (no primary key, no pk_ column)")
             raise Rejected(
-                f"table_key names {named}; the key of {table_name} is {'+'.join(table.key_columns)}"
+                f"table_key names {'+'.join(pairs)}; the key of {table_name} is "
+                f"{'+'.join(table.key_columns)}"
             )
         canonical = [(c, _key_value(table.column(c), pairs[c])) for c in table.key_columns]
         return table, canonical, format_table_key(canonical)

@@ -25,6 +25,10 @@ from publisher.reduce.loopback import loopback_mask
 _PLAIN = r"[\x21\x23-\x26\x28-\x2A\x2D-\x3A\x3F-\x5B\x5D-\x7E]+"
 _ONE_PAIR = f"^(?P<column>{_PLAIN})=(?P<value>{_PLAIN})$"
 _TYPES = pa.array([str(t) for t in ev.KNOWN])
+_OLD_RENDERED = pa.array(ev.OLD_VALUE_RENDERED, pa.int32())
+_NEW_RENDERED = pa.array(ev.NEW_VALUE_RENDERED, pa.int32())
+_PER_FIELD = pa.array(ev.PER_FIELD, pa.int32())
+_QUERY_BACK = pa.array(ev.QUERY_BACK, pa.int32())
 _NULL = pa.scalar(None, pa.string())
 _KEY_PAIR = pa.struct([("column", pa.string()), ("value", pa.string())])
 
@@ -38,8 +42,7 @@ def _as_is_pattern(xds_type: str, is_char: bool) -> str | None:
 
 
 class _TableShape:
-    """What the fast path needs of one table, as Arrow arrays; None when its rows all go
-    to the rules (a compound key, or none)."""
+    """What the fast path needs of one table with a one-column key, as Arrow arrays."""
 
     def __init__(self, table: Table) -> None:
         columns = [c for c in table.columns if _clean(c.name)]
@@ -93,7 +96,9 @@ class FastPath:
                 rest = pc.and_(rest, pc.invert(common))
         return done, batch.filter(rest)
 
-    def _value_is_text(self, value: pa.Array, needed: pa.Array, column: pa.Array, shape: _TableShape) -> pa.Array:
+    def _value_is_text(
+        self, value: pa.Array, needed: pa.Array, column: pa.Array, shape: _TableShape
+    ) -> pa.Array:
         """Where the value is not rendered, or is NULL, or is already its XDS text."""
         own = pa.array([False] * len(value), pa.bool_())
         for pattern, names in shape.as_is.items():
@@ -113,11 +118,11 @@ class FastPath:
         key_column, key_value = pc.struct_field(key, "column"), pc.struct_field(key, "value")
         known = pc.is_in(col("event_type_text"), value_set=_TYPES)
         event_type = pc.cast(pc.if_else(known, col("event_type_text"), _NULL), pa.int32())
-        per_field = pc.is_in(event_type, value_set=pa.array(ev.PER_FIELD, pa.int32()))
+        per_field = pc.is_in(event_type, value_set=_PER_FIELD)
         column = col("column_name")
         column_ok = pc.if_else(per_field, pc.is_in(column, value_set=shape.names), pc.is_null(column))
-        old_needed = pc.is_in(event_type, value_set=pa.array(ev.OLD_VALUE_RENDERED, pa.int32()))
-        new_needed = pc.is_in(event_type, value_set=pa.array(ev.NEW_VALUE_RENDERED, pa.int32()))
+        old_needed = pc.is_in(event_type, value_set=_OLD_RENDERED)
+        new_needed = pc.is_in(event_type, value_set=_NEW_RENDERED)
         masks = [
             pc.equal(col("table_name"), name),
             pc.is_valid(event_type),
@@ -139,12 +144,14 @@ class FastPath:
         n = rows.num_rows
         event_type = pc.cast(col("event_type_text"), pa.int32())
         none = pa.nulls(n, pa.string())
-        order = pc.cast(col("event_order"), pa.float64()) if self.future_events else pa.array([0.0] * n, pa.float64())
+        order = pa.array([0.0] * n, pa.float64())
+        if self.future_events:
+            order = pc.cast(col("event_order"), pa.float64())
         key = pc.extract_regex(col("table_key"), _ONE_PAIR)
         pairs = pa.StructArray.from_arrays(
             [pc.struct_field(key, "column"), pc.struct_field(key, "value")], fields=list(_KEY_PAIR)
         )
-        query_back = pc.is_in(event_type, value_set=pa.array(ev.QUERY_BACK, pa.int32()))
+        query_back = pc.is_in(event_type, value_set=_QUERY_BACK)
         key_pairs = pa.ListArray.from_arrays(
             pa.array(range(n + 1), pa.int32()), pairs, mask=pc.invert(query_back)
         )
@@ -154,16 +161,8 @@ class FastPath:
             "event_type": event_type,
             "column_name": col("column_name"),
             "xds_type": pc.take(shape.types, pc.index_in(col("column_name"), value_set=shape.names)),
-            "old_text": pc.if_else(
-                pc.is_in(event_type, value_set=pa.array(ev.OLD_VALUE_RENDERED, pa.int32())),
-                col("old_value"),
-                _NULL,
-            ),
-            "new_text": pc.if_else(
-                pc.is_in(event_type, value_set=pa.array(ev.NEW_VALUE_RENDERED, pa.int32())),
-                col("new_value"),
-                _NULL,
-            ),
+            "old_text": pc.if_else(pc.is_in(event_type, value_set=_OLD_RENDERED), col("old_value"), _NULL),
+            "new_text": pc.if_else(pc.is_in(event_type, value_set=_NEW_RENDERED), col("new_value"), _NULL),
             "warning": none,
             "table_name": col("table_name"),
             "canonical_key": col("table_key"),

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 # character more, so that a longer value is seen (and its row rejected) without its bulk.
 _BOUNDED = ("table_key", "perpetrator", "table_name", "column_name", "old_value", "new_value")
 
+# rows.PENDING columns read from another event log column: event_type as text, so that 2.5
+# is never read as 2.
+_ROLES = {"event_type_text": "event_type"}
+
 
 @dataclass(frozen=True)
 class EventLog:
@@ -69,18 +73,16 @@ def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Se
     event_order = dialect.time_order(c("event_time"))
     longest = settings.max_value_length + 1
 
-    def column(role: str, label: str | None = None) -> sa.ColumnElement:
-        value = dialect.first_characters(c(role), longest) if role in _BOUNDED else c(role)
-        return value.label(label or role)
+    def column(name: str) -> sa.ColumnElement:
+        if name == "event_order":
+            return event_order.label(name)
+        role = _ROLES.get(name, name)
+        value = c(role)
+        if role in _BOUNDED:
+            value = dialect.first_characters(value, longest)
+        return value.label(name)
 
-    query = sa.select(
-        *(
-            event_order.label(name) if name == "event_order"
-            else column("event_type", name) if name == "event_type_text"  # text: 2.5 is not 2
-            else column(name)
-            for name in PENDING.names
-        )
-    ).where(c("status") == Status.NEW)
+    query = sa.select(*map(column, PENDING.names)).where(c("status") == Status.NEW)
     if settings.future_events:
         query = query.where(event_order <= dialect.time_order(dialect.now()))
     if not settings.query_limit:
