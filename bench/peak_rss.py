@@ -46,11 +46,6 @@ def process_tree(root: int) -> list[Proc]:
     return found
 
 
-def tree_rss(root: int) -> list[tuple[int, str]]:
-    """(RSS in KiB, command line) of ``root`` and every process below it."""
-    return [(proc.rss_kib, proc.cmdline) for proc in process_tree(root)]
-
-
 def tree_rss_kib(root: int) -> int:
     return sum(proc.rss_kib for proc in process_tree(root))
 
@@ -58,19 +53,20 @@ def tree_rss_kib(root: int) -> int:
 def main() -> int:
     started = time.monotonic()
     process = subprocess.Popen(sys.argv[1:])
-    peak: list[tuple[int, str]] = []
+    peak: list[Proc] = []
+    peak_kib = 0
     while process.poll() is None:
-        sample = tree_rss(process.pid)
-        if sum(k for k, _ in sample) > sum(k for k, _ in peak):
-            peak = sample
+        sample = process_tree(process.pid)
+        if (kib := sum(proc.rss_kib for proc in sample)) > peak_kib:
+            peak, peak_kib = sample, kib
         time.sleep(0.1)
     print(
-        f"peak_rss: {sum(k for k, _ in peak) / 1024:.0f} MiB over the process tree; "
+        f"peak_rss: {peak_kib / 1024:.0f} MiB over the process tree; "
         f"wall {time.monotonic() - started:.1f} s; exit {process.returncode}",
         file=sys.stderr,
     )
-    for kib, command in sorted(peak, reverse=True):
-        print(f"peak_rss: {kib / 1024:7.0f} MiB  {command[:100]}", file=sys.stderr)
+    for proc in sorted(peak, key=lambda p: (p.rss_kib, p.cmdline), reverse=True):
+        print(f"peak_rss: {proc.rss_kib / 1024:7.0f} MiB  {proc.cmdline[:100]}", file=sys.stderr)
     return process.returncode
 
 

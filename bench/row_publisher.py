@@ -24,13 +24,23 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from publisher.delivery.documents import document_name, sync_directory, write_durably, write_stream
+from publisher.delivery.documents import (
+    document_name,
+    sync_directory,
+    write_durably,
+    write_stream,
+)
 from publisher.errors import XdspubError
 from publisher.model import events as ev
 from publisher.model.catalogue import Table
 from publisher.model.statuses import Status
 from publisher.reduce.loopback import is_loopback, loopback_user
-from publisher.reduce.query_back_state import current_cells, current_match, match_text, read_back
+from publisher.reduce.query_back_state import (
+    current_cells,
+    current_match,
+    match_text,
+    read_back,
+)
 from publisher.reduce.rules import Cell, Classifier, Event, Rejected, object_commands
 from publisher.render.xds import command_xml
 from publisher.settings import Settings

@@ -53,6 +53,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def unavailable(message: str) -> None:
+    """Something a test needs is missing: a failure in CI, a skip elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def server_url(name: str) -> str:
     """The test server's URL; unreachable is a failure in CI and a skip elsewhere."""
     url = SERVERS[name]
@@ -62,10 +69,7 @@ def server_url(name: str) -> str:
             pass
         engine.dispose()
     except sa.exc.DBAPIError as exc:
-        message = f"{name} test server unreachable at {url}: {exc.orig}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"{name} test server unreachable at {url}: {exc.orig}")
     return url
 
 

@@ -16,8 +16,8 @@ from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.source.cdc.gbase8s import (
     CdcStreamError,
-    RecordTransactions,
     RecordDecoder,
+    RecordTransactions,
     read_changes,
 )
 

@@ -22,10 +22,10 @@ from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
 from publisher.source.cdc.qlik_kafka import (
     ENVELOPE_SCHEMA,
-    MessageTransactions,
     DataMessage,
     IncompleteTransaction,
     KafkaMessageError,
+    MessageTransactions,
     TableMetadata,
     parse_message,
     read_changes,

@@ -15,7 +15,13 @@ from publisher.model import value_text as vt
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.model.commands import AttrOp, Command, CommandKind
 from publisher.reduce.query_back_state import current_cells, read_back
-from publisher.reduce.rules import Classifier, Event, Rejected, Statuses, object_commands
+from publisher.reduce.rules import (
+    Classifier,
+    Event,
+    Rejected,
+    Statuses,
+    object_commands,
+)
 from publisher.render.xds import command_xml
 from tests.conftest import LOG_COLUMNS, canonical
 

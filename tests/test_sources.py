@@ -13,7 +13,14 @@ from publisher.cli import cli
 from tests.test_gbase8s import SEED_004
 from tests.test_openedge import ANNA, Cdc
 from tests.test_qlik_ct import SEED_ROWS, USR_DB, ChangeDb, db_mask, landed, row
-from tests.test_qlik_kafka import EMP_COLUMNS, EMP_ROW, avro_frames, jsonl, message, metadata
+from tests.test_qlik_kafka import (
+    EMP_COLUMNS,
+    EMP_ROW,
+    avro_frames,
+    jsonl,
+    message,
+    metadata,
+)
 
 
 def export(tmp_path: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, Path]:

@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from publisher.model.catalogue import Table
-from publisher.model.value_text import InvalidValue, forbidden_position, key_text, xds_text
+from publisher.model.value_text import (
+    InvalidValue,
+    forbidden_position,
+    key_text,
+    xds_text,
+)
 from publisher.reduce.rules import Cell
 
 SEPARATOR = "\u0001"  # between key values: XML 1.0 forbids it, so no key value holds it

@@ -18,7 +18,12 @@ from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
 from publisher.model.statuses import Status
-from publisher.model.value_text import InvalidValue, forbidden_position, key_text, xds_text
+from publisher.model.value_text import (
+    InvalidValue,
+    forbidden_position,
+    key_text,
+    xds_text,
+)
 
 TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
 _TEXT_COLUMNS = ("table_key", "table_name", "column_name", "old_value", "new_value")

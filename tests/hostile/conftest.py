@@ -11,7 +11,6 @@ command line's contract, not the internals that are being refactored."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import re
 import signal
@@ -21,40 +20,24 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from lxml import etree
 
-from tests.conftest import SampleDb, make_sample_db
+from bench.peak_rss import Proc, process_tree
+from tests.conftest import LOG_COLUMNS, SampleDb, make_sample_db, unavailable
 from tests.private_servers import PrivateMariaDB, PrivatePostgres, start_private_server
 
-CI = bool(os.environ.get("CI"))
 KINDS = ("sqlite", "postgresql", "mariadb")
 SERVER_KINDS = KINDS[1:]  # the databases with users and statement logs
 MASTER = "local[2]"
 EXPORT_TIMEOUT = 900  # seconds: other sessions run Spark on this 2-core machine too
 
 
-def unavailable(message: str) -> None:
-    """Something the test needs is missing: a failure in CI, a skip elsewhere."""
-    if CI:
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 # --- processes ------------------------------------------------------------------------
-
-
-# bench/ is not a package: its process-tree reader is loaded by path.
-_spec = importlib.util.spec_from_file_location(
-    "peak_rss", Path(__file__).resolve().parents[2] / "bench" / "peak_rss.py"
-)
-peak_rss = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(peak_rss)
-Proc, tree = peak_rss.Proc, peak_rss.process_tree
 
 
 _SS_USER = re.compile(r'\("([^"]*)",pid=(\d+),')
@@ -111,13 +94,9 @@ class Run:
     peak_kib: int  # the largest sum of RSS over its process tree, sampled every 0.1 s
     cmdlines: set[str]  # every command line seen in its process tree
     listeners: set[tuple[str, int, str]]  # (address, port, command) listening in its tree
-    tree_commands: set[str] = field(default_factory=set)  # first word of each command seen
-    peak_sample: list[tuple[int, str]] = field(
-        default_factory=list
-    )  # (RSS KiB, command) at the peak
-    role_peaks: dict[str, int] = field(
-        default_factory=dict
-    )  # driver, jvm, workers: each's peak KiB
+    tree_commands: set[str]  # first word of each command seen
+    peak_sample: list[tuple[int, str]]  # (RSS KiB, command) at the peak
+    role_peaks: dict[str, int]  # driver, jvm, workers: each's peak KiB
 
     @property
     def notes(self) -> dict[int, tuple[str, str]]:
@@ -163,18 +142,13 @@ class Xdspub:
         self,
         *args: str,
         env: dict[str, str] | None = None,
-        stdin: Path | None = None,
         feed: Iterable[bytes] | None = None,
         stdout: Path | None = None,
         stderr: Path | None = None,
-        cwd: Path | None = None,
         sockets: bool = False,
         on_sample: Callable[[list[Proc]], None] | None = None,
     ) -> None:
         self.args = list(args)
-        self.cwd = cwd
-        self.stdout_path = stdout
-        self.stderr_path = stderr
         self._own_out = self._own_err = None
         if stdout is None:
             self._own_out = _temporary_file("stdout")
@@ -185,12 +159,7 @@ class Xdspub:
         self._stdout_name, self._stderr_name = stdout, stderr
         out_stream = open(stdout, "wb")
         err_stream = open(stderr, "ab")
-        if feed is not None:
-            stdin_arg = subprocess.PIPE
-        elif stdin is not None:
-            stdin_arg = open(stdin, "rb")
-        else:
-            stdin_arg = subprocess.DEVNULL
+        stdin_arg = subprocess.DEVNULL if feed is None else subprocess.PIPE
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             xdspub_command(*args),
@@ -198,13 +167,10 @@ class Xdspub:
             stdout=out_stream,
             stderr=err_stream,
             env=clean_environment(env),
-            cwd=cwd,
             start_new_session=True,
         )
         out_stream.close()
         err_stream.close()
-        if stdin_arg not in (subprocess.PIPE, subprocess.DEVNULL):
-            stdin_arg.close()
         self.peak_kib = 0
         self.peak_sample: list[tuple[int, str]] = []
         self.role_peaks: dict[str, int] = {}
@@ -219,10 +185,6 @@ class Xdspub:
         if feed is not None:
             self._feeder = threading.Thread(target=self._feed, args=(feed,), daemon=True)
             self._feeder.start()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def _feed(self, chunks: Iterable[bytes]) -> None:
         stream = self.process.stdin
@@ -239,7 +201,7 @@ class Xdspub:
         last_sockets = 0.0
         while True:
             finished = self.process.poll() is not None
-            procs = tree(self.process.pid)
+            procs = process_tree(self.process.pid)
             if procs:
                 for role, kib in roles_of(self.process.pid, procs).items():
                     self.role_peaks[role] = max(self.role_peaks.get(role, 0), kib)
@@ -564,12 +526,7 @@ class HostileDb:
     # data
 
     def execute(self, sql: str, **params: object) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(sa.text(sql), params)
-
-    def scalar(self, sql: str, **params: object) -> object:
-        with self.engine.connect() as conn:
-            return conn.execute(sa.text(sql), params).scalar()
+        self.db.execute(sql, **params)
 
     def table(self, name: str) -> str:
         return self.db.table(name)
@@ -597,11 +554,10 @@ class HostileDb:
         """Event log rows by label, each (table_key, event_type, table_name, column_name,
         old_value, new_value) padded with NULL; the label is the row's perpetrator (never
         the publisher's user, so never loopback). Returns each label's record_id."""
-        columns = ("table_key", "event_type", "table_name", "column_name", "old_value", "new_value")
         values = []
         for label, row in rows.items():
-            padded = row + (None,) * (len(columns) - len(row))
-            values.append(dict(zip(columns, padded), perpetrator=label))
+            padded = row + (None,) * (len(LOG_COLUMNS) - len(row))
+            values.append(dict(zip(LOG_COLUMNS, padded), perpetrator=label))
         self.insert("indirect_process", values)
         return self.record_ids(list(rows))
 

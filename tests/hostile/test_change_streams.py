@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import MASTER, Run, run_xdspub
-from tests.test_gbase8s import SEED_004
+from tests.test_gbase8s import COMMIT_AT, INSERT_AT, SEED_004
 from tests.test_qlik_ct import SEED_ROWS, landed
 from tests.test_qlik_kafka import (
     EMP_COLUMNS,
@@ -58,35 +58,18 @@ def export_stream(
     from a pipe (``data`` then ``feed``). --out is an empty folder."""
     out = tmp_path / "out"
     out.mkdir(parents=True, exist_ok=True)
+    options = {}
     if feed is not None:
-        head = [data] if data else []
-        run = run_xdspub(
-            "export",
-            *source,
-            "--input",
-            "-",
-            "--out",
-            str(out),
-            "--master",
-            MASTER,
-            feed=iter([*head, *feed]),
-            timeout=600,
-        )
+        source_input, options["feed"] = "-", iter([*([data] if data else []), *feed])
     else:
         if input_path is None:
             input_path = tmp_path / "input.bin"
             input_path.write_bytes(data)
-        run = run_xdspub(
-            "export",
-            *source,
-            "--input",
-            str(input_path),
-            "--out",
-            str(out),
-            "--master",
-            MASTER,
-            timeout=600,
-        )
+        source_input = str(input_path)
+    run = run_xdspub(
+        "export", *source, "--input", source_input, "--out", str(out), "--master", MASTER,
+        timeout=600, **options,
+    )
     return run, out
 
 
@@ -172,8 +155,6 @@ def test_kafka_avro_length_near_2_31_then_200_mb_of_garbage_from_a_pipe(tmp_path
 
 
 # --- truncated and garbage streams ------------------------------------------------------
-
-INSERT_AT, COMMIT_AT = 153, 208  # seed 004's records
 
 
 @pytest.mark.parametrize(

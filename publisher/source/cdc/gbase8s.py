@@ -1,5 +1,5 @@
 """The GBase 8s / Informix CDC record stream (docs/change-formats.md, GBase 8s / Informix
-CDC stream; seed 004) read into ChangeEvents.
+CDC stream) read into ChangeEvents.
 
 Three steps: ``RecordDecoder`` cuts the bytes, fed in chunks of any size, into typed records
 by their declared sizes; ``TableLayout`` (from a TABSCHEMA record) decodes a row record's
@@ -230,7 +230,7 @@ class RecordDecoder:
     """Cuts a CDC byte stream into records, whatever the chunks it arrives in.
 
     Each record is taken by its header and payload sizes, never by scanning: bytes after a
-    record's fields but inside its sizes (stale buffer content, seed 004) are skipped with
+    record's fields but inside its sizes (stale buffer content, as in the documented capture) are skipped with
     it. Unknown record numbers are logged and skipped the same way."""
 
     def __init__(self) -> None:
@@ -513,7 +513,7 @@ class TableLayout:
 
     def _var_sizes(self, record: RowRecord) -> list[int]:
         """The variable-length column sizes. The documents say big-endian like every other
-        integer, but seed 004 shows its single size 11 as ``0B000000``: both readings are
+        integer, but the documented capture shows its single size 11 as ``0B000000``: both readings are
         accepted, whichever adds up to the row (big-endian first)."""
         count = len(self.columns) - self.fixed_count
         if len(record.size_fields) < 4 * count:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
@@ -83,6 +83,12 @@ class RowChange:
     columns: tuple[str, ...] | None = None
     changed: tuple[str, ...] | None = None
 
+    @property
+    def covered(self) -> Collection[str]:
+        """The columns the after image covers, in event order."""
+        assert self.after is not None  # RowChange checks, but for a delete
+        return self.after if self.columns is None else self.columns
+
     def __post_init__(self) -> None:
         needs = "before" if self.operation is Operation.DELETE else "after"
         if getattr(self, needs) is None:
@@ -99,7 +105,7 @@ class KeyValueMissing(ValueError):
             f"key column {column} is not a column of {table}" if absent
             else f"key column {column} of {table} is NULL"
         )
-        self.table, self.column, self.image, self.absent = table, column, image, absent
+        self.column, self.image, self.absent = column, image, absent
 
 
 class KeyChangeWithoutBefore(ValueError):
@@ -111,7 +117,7 @@ class KeyChangeWithoutBefore(ValueError):
             f"update changes key column(s) {list(columns)} but has no before image to name "
             "the old row"
         )
-        self.table, self.columns = table, tuple(columns)
+        self.columns = tuple(columns)
 
 
 def row_key(table: str, key_columns: Sequence[str], image: Image, role: ImageRole) -> Key:
@@ -160,13 +166,14 @@ def _events(change: RowChange) -> Iterator[_Unordered]:
             yield old_key, EventType.DELETE_ROW, None, None, None
             yield from _inserted(change, key, after)
             return
-    covered = tuple(after) if change.columns is None else change.columns
+    covered = change.covered
     if change.changed is not None:
         moved = [column for column in change.changed if column in keys]
         if before is None and moved:
             raise KeyChangeWithoutBefore(table, moved)
         # A changed column the after image does not cover has no new value to publish.
-        changed = [column for column in change.changed if column in covered]
+        within = frozenset(covered)
+        changed = [column for column in change.changed if column in within]
     elif before is None:
         changed = list(covered)
     else:
@@ -183,7 +190,7 @@ def _events(change: RowChange) -> Iterator[_Unordered]:
 
 def _inserted(change: RowChange, key: Key, after: Image) -> Iterator[_Unordered]:
     """A type 1 per covered non-key column; a NULL adds nothing, as in the event log."""
-    for column in tuple(after) if change.columns is None else change.columns:
+    for column in change.covered:
         value = after.get(column)
         if column not in change.key_columns and value is not None:
             yield key, EventType.INSERT_FIELD, column, None, value
@@ -197,14 +204,17 @@ class NoEventLogText(ValueError):
     finite (its text would be a guess: fail loudly)."""
 
 
-def event_log_text(value: object, *, single_precision: bool = False) -> str | None:
+def event_log_text(
+    value: object, *, single_precision: bool = False, timespec: str = "auto"
+) -> str | None:
     """A source value as the event log holds it; None (NULL) stays None.
 
     Text as it is; booleans true/false; binary in Base64; integers in digits; decimals in
     plain notation, keeping their scale ("1.50"); a float as Python writes it, or, with
     ``single_precision`` (a 32-bit column), the shortest text of its 32-bit value; dates
-    and times in ISO form; date-times as "YYYY-MM-DD HH:MM:SS[.ffffff]", in UTC when they
-    have a zone; any other scalar as its own text. NoEventLogText for a collection or a
+    and times in ISO form; date-times as "YYYY-MM-DD HH:MM:SS[.ffffff]" (``timespec`` as
+    datetime.isoformat takes it), in UTC when they have a zone; any other scalar as its own
+    text. NoEventLogText for a collection or a
     number that is not finite."""
     if value is None or isinstance(value, str):
         return value
@@ -225,7 +235,7 @@ def event_log_text(value: object, *, single_precision: bool = False) -> str | No
     if isinstance(value, datetime):
         if value.tzinfo is not None:
             value = value.astimezone(UTC).replace(tzinfo=None)
-        return value.isoformat(sep=" ")
+        return value.isoformat(sep=" ", timespec=timespec)
     if isinstance(value, (date, time)):
         return value.isoformat()
     if isinstance(value, (Mapping, list, tuple, set, frozenset)):

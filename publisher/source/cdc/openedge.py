@@ -1,4 +1,4 @@
-"""OpenEdge change tables (docs/change-formats.md, OpenEdge change tables; seed 003) read
+"""OpenEdge change tables (docs/change-formats.md, OpenEdge change tables) read
 into ChangeEvents.
 
 OpenEdge writes each captured change of a source table to its change table ``CDC_<table>``
@@ -43,7 +43,13 @@ import sqlalchemy as sa
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
 from publisher.source.cdc.mapping import (
-    Image, ImageRole, KeyValueMissing, NoEventLogText, Operation, RowChange, event_log_text,
+    Image,
+    ImageRole,
+    KeyValueMissing,
+    NoEventLogText,
+    Operation,
+    RowChange,
+    event_log_text,
     row_change_events,
 )
 

@@ -1,4 +1,4 @@
-"""Qlik change tables (docs/change-formats.md, Qlik change tables; seed 000) read into
+"""Qlik change tables (docs/change-formats.md, Qlik change tables) read into
 ChangeEvents, from a database or from landed CSV/Parquet files with their ``.dfm``
 metadata.
 
@@ -22,12 +22,12 @@ caller names the order (``byte_order``).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -500,40 +500,41 @@ def _csv_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object]
         )
     null, quote = options.get("nullValue", ""), options.get("quoteChar", '"') or None
     start = 1
-    with path.open("rb") as stream:
-        reader = csv.reader(
-            _utf8_lines(stream, path), delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
-            escapechar=options.get("escapeChar") or None, strict=True,
-            quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
-        )
-        try:
-            for number, fields in enumerate(reader):
-                where, start = f"{path} line {start}", reader.line_num + 1
-                if number == 0 and fields == names:
-                    continue
-                if len(fields) != len(names):
-                    raise SourceInputError(
-                        f"{len(fields)} fields, but the .dfm lists {len(names)} columns", where
-                    )
-                yield [
-                    _csv_value(name, field, null, metadata.binary, where)
-                    for name, field in zip(names, fields)
-                ], where
-        except csv.Error as exc:
-            raise SourceInputError(f"CSV: {exc}", f"{path} line {start}") from None
+    reader = csv.reader(
+        io.StringIO(_utf8_text(path), newline=""),
+        delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
+        escapechar=options.get("escapeChar") or None, strict=True,
+        quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
+    )
+    try:
+        for number, fields in enumerate(reader):
+            where, start = f"{path} line {start}", reader.line_num + 1
+            if number == 0 and fields == names:
+                continue
+            if len(fields) != len(names):
+                raise SourceInputError(
+                    f"{len(fields)} fields, but the .dfm lists {len(names)} columns", where
+                )
+            yield [
+                _csv_value(name, field, null, metadata.binary, where)
+                for name, field in zip(names, fields)
+            ], where
+    except csv.Error as exc:
+        raise SourceInputError(f"CSV: {exc}", f"{path} line {start}") from None
 
 
-
-def _utf8_lines(stream: BinaryIO, path: Path) -> Iterator[str]:
-    """The file's lines as text; a line that is not UTF-8 is an error naming it."""
-    for number, line in enumerate(stream, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SourceInputError(
-                f"not UTF-8 text (byte {line[exc.start]:#04x} at column {exc.start + 1})",
-                f"{path} line {number}",
-            ) from None
+def _utf8_text(path: Path) -> str:
+    """The file as text (a change-table file is read whole); not UTF-8 is an error naming
+    the line and byte."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SourceInputError(
+            f"not UTF-8 text (byte {data[exc.start]:#04x} at byte {exc.start})",
+            f"{path} line {line}",
+        ) from None
 
 
 def _csv_value(name: str, field: str, null: object, binary: frozenset[str], where: str) -> object:

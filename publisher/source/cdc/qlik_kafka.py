@@ -1,4 +1,4 @@
-"""Qlik Kafka messages (docs/change-formats.md, Qlik Kafka messages; seed 001) read into
+"""Qlik Kafka messages (docs/change-formats.md, Qlik Kafka messages) read into
 ChangeEvents, from JSON lines or from Avro.
 
 Two steps: the messages are parsed into a typed ``TableMetadata`` or ``DataMessage``
@@ -172,7 +172,7 @@ class TableMetadata:
 class DataMessage:
     """A data message: one row change. ``table_version`` is None when the message names
     none (the table's latest metadata applies); ``change_sequence`` is "" for a REFRESH
-    without one (seed 001: the header applies to CDC operations only)."""
+    without one (Qlik's documented messages: the header applies to CDC operations only)."""
 
     where: str
     schema: str | None
@@ -443,14 +443,16 @@ def _text_lines(stream: TextIO | BinaryIO) -> Iterator[str]:
         raw = stream.readline(MAX_RECORD_BYTES + 1)
         if not raw:
             return
-        where = f"line {line} at byte {offset}"
         if len(raw) > MAX_RECORD_BYTES:
-            raise KafkaMessageError(f"a line longer than {MAX_RECORD_BYTES} bytes", where)
+            raise KafkaMessageError(
+                f"a line longer than {MAX_RECORD_BYTES} bytes", f"line {line} at byte {offset}"
+            )
         try:
             yield raw.decode("utf-8-sig" if line == 1 else "utf-8")
         except UnicodeDecodeError as exc:
             raise KafkaMessageError(
-                f"not UTF-8 text (byte {raw[exc.start]:#04x})", f"line {line} at byte {offset + exc.start}"
+                f"not UTF-8 text (byte {raw[exc.start]:#04x})",
+                f"line {line} at byte {offset + exc.start}",
             ) from None
         offset += len(raw)
 
@@ -657,7 +659,7 @@ class MessageTransactions:
 
     Each data message is one row change for the shared mapping (docs/change-formats.md,
     Shared mapping): REFRESH and INSERT an insert of data, UPDATE an update of beforeData
-    (when given) to data, DELETE a delete keyed from data (seed 001: beforeData is for
+    (when given) to data, DELETE a delete keyed from data (Qlik's documented messages: beforeData is for
     UPDATE), or from beforeData when data is null. The columns covered are those the
     columnMask marks present (all columns without one): a changed column that is not
     present has no new value to publish. An UPDATE's changed columns are those its
@@ -790,7 +792,7 @@ def _row_change(metadata: TableMetadata, message: DataMessage) -> RowChange:
     present = _marked(message.column_mask, "columnMask", names, where)
     changed = _marked(message.change_mask, "changeMask", names, where)
     if present is None:
-        present = names  # seed 001: the mask normally covers every column
+        present = names  # Qlik documents that the mask normally covers every column
     if message.operation == DELETE:
         row = message.data if message.data is not None else message.before_data
         before = _image(metadata, row or {}, keys, where)
@@ -828,8 +830,11 @@ def _image(
     """The image of a row's ``columns``: those it holds, as text (None without a row)."""
     if row is None:
         return None
-    return {column: _column_text(metadata, row, column, where) for column in columns
-            if column in row}
+    return {  # a key column is often among ``columns`` too: converted once
+        column: _column_text(metadata, row, column, where)
+        for column in dict.fromkeys(columns)
+        if column in row
+    }
 
 
 def _column_text(metadata: TableMetadata, row: Row, name: str, where: str) -> str | None:
@@ -848,7 +853,8 @@ def _column_text(metadata: TableMetadata, row: Row, name: str, where: str) -> st
     if isinstance(value, _Number):
         return value.text
     try:
-        return event_log_text(value, single_precision=kind == "REAL4")
+        # Avro date-times with all six digits of their microseconds, as Qlik's JSON has them.
+        return event_log_text(value, single_precision=kind == "REAL4", timespec="microseconds")
     except NoEventLogText:
         raise KafkaMessageError(
             f"column {name} holds {_shown(value)}, not a single finite value", where
