@@ -4,7 +4,7 @@ XDS value types."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
@@ -16,14 +16,39 @@ class Column:
     ordinal: int
     xds_type: str
     is_char: bool  # CHAR(n): trailing pad spaces are dropped
+    # A reference (docs/classes.md, References): the class its values name by key; its
+    # xds_type is dn.
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class MultiValued:
+    """A multi-valued attribute (docs/classes.md, Child tables): the values of ``column``
+    in the rows of ``child_table`` whose ``link`` columns hold the object's key."""
+
+    child_table: str
+    link: tuple[str, ...]  # the child's columns holding the parent's key, in its key order
+    column: Column  # the child's column holding the values; a reference makes them dn
+
+    @property
+    def name(self) -> str:
+        return f"{self.child_table}.{self.column.name}"
+
+    @property
+    def xds_type(self) -> str:
+        return self.column.xds_type
 
 
 @dataclass(frozen=True)
 class Table:
+    """A class: a table or view with its key, and the multi-valued attributes of its child
+    tables."""
+
     name: str
     columns: tuple[Column, ...]
     key_columns: tuple[str, ...]
     key_is_primary: bool = False  # a PRIMARY KEY constraint: no two rows share the key
+    multi_valued: tuple[MultiValued, ...] = ()
 
     def is_unique(self, key_names: Sequence[str]) -> bool:
         """Whether no two rows can hold the same values in ``key_names``."""
@@ -32,14 +57,26 @@ class Table:
     def column(self, name: str) -> Column | None:
         return self._by_name.get(name)
 
+    def attribute(self, name: str) -> Column | MultiValued | None:
+        """The column, or the multi-valued attribute (``child_table.column``), so named."""
+        return self._by_name.get(name) or self._multi_by_name.get(name)
+
     @cached_property
     def _by_name(self) -> dict[str, Column]:
         return {c.name: c for c in self.columns}
 
+    @cached_property
+    def _multi_by_name(self) -> dict[str, MultiValued]:
+        return {m.name: m for m in self.multi_valued}
+
 
 @dataclass(frozen=True)
 class Catalogue:
-    """Tables and views of the published schema, by name (the database's own case)."""
+    """The classes of the published schema (tables and views), by name (the database's own
+    case)."""
 
     schema: str
     tables: dict[str, Table]
+    # Child tables (not classes): each one's parent class. An event may name a child
+    # table and a bare column (docs/classes.md, Child tables).
+    child_tables: dict[str, str] = field(default_factory=dict)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
 import sqlalchemy as sa
 
 from publisher.model import value_text
-from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, Table
+from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
 from publisher.source.dialects import Dialect
 
 _INTERNAL_PREFIX = "sqlite_"
@@ -26,14 +30,32 @@ def xds_type_of(sql_type: sa.types.TypeEngine) -> tuple[str, bool]:
     return value_text.STRING, False
 
 
+@dataclass
+class _Reflected:
+    """One table or view as the database describes it."""
+
+    columns: list[dict[str, Any]]
+    primary_key: list[str]
+    foreign_keys: list[dict[str, Any]]
+    is_view: bool
+
+    def ordinal(self, name: str) -> int:
+        return next(i for i, c in enumerate(self.columns) if c["name"] == name)
+
+    def foreign_key_of(self, name: str) -> dict[str, Any] | None:
+        """The foreign key whose only column is ``name``."""
+        return next((fk for fk in self.foreign_keys if fk["constrained_columns"] == [name]), None)
+
+
 def reflect_catalogue(
     engine: sa.Engine, dialect: Dialect, schema: str, log_table: str
 ) -> Catalogue:
-    """Every table and view of the schema but the event log (SQLite: of the main database)."""
+    """Every class of the schema (docs/classes.md): its tables and views but the event log
+    (SQLite: of the main database), each with its references and child tables."""
     db_schema = schema if dialect.has_schemas else None
     inspector = sa.inspect(engine)
     log_name = log_table.rsplit(".", 1)[-1]
-    tables: dict[str, Table] = {}
+    reflected: dict[str, _Reflected] = {}
     for names, is_view in (
         (inspector.get_table_names(schema=db_schema), False),
         (inspector.get_view_names(schema=db_schema), True),
@@ -41,15 +63,87 @@ def reflect_catalogue(
         for name in names:
             if name == log_name or name.startswith(_INTERNAL_PREFIX):
                 continue
-            columns = tuple(
-                Column(c["name"], ordinal, *xds_type_of(c["type"]))
-                for ordinal, c in enumerate(inspector.get_columns(name, schema=db_schema), 1)
+            reflected[name] = _Reflected(
+                inspector.get_columns(name, schema=db_schema),
+                [] if is_view else inspector.get_pk_constraint(name, schema=db_schema)["constrained_columns"],
+                [] if is_view else inspector.get_foreign_keys(name, schema=db_schema),
+                is_view,
             )
-            keys: list[str] = []
-            if not is_view:
-                keys = inspector.get_pk_constraint(name, schema=db_schema)["constrained_columns"]
-            primary = bool(keys)
-            if not keys:
-                keys = [c.name for c in columns if c.name.startswith(VIEW_KEY_PREFIX)]
-            tables[name] = Table(name, columns, tuple(keys), key_is_primary=primary)
-    return Catalogue(schema, tables)
+    shapes = _Shapes(reflected, db_schema)
+    children: dict[str, list[MultiValued]] = defaultdict(list)
+    child_tables: dict[str, str] = {}
+    for name, table in reflected.items():
+        if (owner := shapes.owner(table)) is not None:
+            parent, link, linking = owner
+            child_tables[name] = parent
+            children[parent] += [
+                MultiValued(name, link, shapes.column(table, ordinal, c, any_null=True))
+                for ordinal, c in enumerate(table.columns, 1)
+                if c["name"] not in linking
+            ]
+    tables = {}
+    for name, table in reflected.items():
+        if name in child_tables:
+            continue
+        columns = tuple(
+            shapes.column(table, ordinal, c) for ordinal, c in enumerate(table.columns, 1)
+        )
+        keys = table.primary_key or [c.name for c in columns if c.name.startswith(VIEW_KEY_PREFIX)]
+        tables[name] = Table(
+            name, columns, tuple(keys), bool(table.primary_key), tuple(children[name])
+        )
+    return Catalogue(schema, tables, child_tables)
+
+
+class _Shapes:
+    """What the constraints make of the reflected tables (docs/classes.md, What a class is)."""
+
+    def __init__(self, reflected: dict[str, _Reflected], db_schema: str | None) -> None:
+        self.reflected, self.db_schema = reflected, db_schema
+
+    def _target(self, fk: dict[str, Any]) -> tuple[str, _Reflected | None]:
+        """The referenced table's name (qualified when outside the schema) and, when it is
+        a table of the schema, its reflection."""
+        target, other = fk["referred_table"], fk.get("referred_schema")
+        if other not in (None, self.db_schema):
+            return f"{other}.{target}", None
+        return target, self.reflected.get(target)
+
+    def _is_class_key(self, fk: dict[str, Any], table: _Reflected | None) -> bool:
+        return (
+            table is not None
+            and bool(table.primary_key)
+            and sorted(fk["referred_columns"]) == sorted(table.primary_key)
+        )
+
+    def owner(self, table: _Reflected) -> tuple[str, tuple[str, ...], set[str]] | None:
+        """A child table's parent class, its link columns in the parent's key order, and
+        those columns; None when ``table`` is no child table: it has a primary key, a NULL
+        column, or no first foreign key to a parent table's primary key."""
+        if table.is_view or table.primary_key or not table.foreign_keys:
+            return None
+        if any(c["nullable"] for c in table.columns):
+            return None
+        # The first foreign key is the one whose first column comes first (xdspub's choice).
+        first = min(table.foreign_keys, key=lambda fk: table.ordinal(fk["constrained_columns"][0]))
+        name, parent = self._target(first)
+        if not self._is_class_key(first, parent):
+            return None
+        by_parent = dict(zip(first["referred_columns"], first["constrained_columns"]))
+        link = tuple(by_parent[key] for key in parent.primary_key)
+        return name, link, set(link)
+
+    def column(
+        self, table: _Reflected, ordinal: int, reflected: dict[str, Any], any_null: bool = False
+    ) -> Column:
+        """A column: a reference when a foreign key of its own names a primary key (a
+        parent's column must be nullable; ``any_null`` for a child's), or names a table
+        that is not a class (its events are then E)."""
+        xds_type, is_char = xds_type_of(reflected["type"])
+        fk = table.foreign_key_of(reflected["name"])
+        if fk is None or not (any_null or reflected["nullable"]):
+            return Column(reflected["name"], ordinal, xds_type, is_char)
+        name, target = self._target(fk)
+        if target is not None and target.primary_key and not self._is_class_key(fk, target):
+            return Column(reflected["name"], ordinal, xds_type, is_char)  # a unique key, no class's
+        return Column(reflected["name"], ordinal, value_text.DN, False, reference=name)
