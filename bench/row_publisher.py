@@ -10,7 +10,8 @@ One cycle over every pending row (status 'N') in record_id order (no future even
 are fetched one at a time and kept per object (table_name, canonical key) in plain dicts;
 the rules of docs/reduction.md (publisher/reduce/rules.py, which the export runs in
 its executors) classify each row and reduce each object; every query-back
-event that can still have an effect reads its row with a SELECT of its own; commands are
+event that can still have an effect reads its row with a SELECT of its own (and its class's
+child tables, each read whole once per cycle); commands are
 rendered by publisher.render.xds and written in its envelope, one file at a time; then each
 row gets its status with an UPDATE of its own, all in one transaction. Documents and statuses
 must equal those of `xdspub export` on the same database, byte for byte."""
@@ -32,10 +33,12 @@ from publisher.delivery.documents import (
 )
 from publisher.errors import XdspubError
 from publisher.model import events as ev
-from publisher.model.catalogue import Table
+from publisher.model.catalogue import Catalogue, Table
 from publisher.model.statuses import Status
 from publisher.reduce.loopback import is_loopback, loopback_user
 from publisher.reduce.query_back_state import (
+    CurrentCell,
+    child_cells,
     current_cells,
     current_match,
     match_text,
@@ -50,17 +53,38 @@ from publisher.source.query_back import current_select
 from publisher.source.schema import reflect_catalogue
 
 
-def query_back(
-    conn: sa.Connection, schema: str | None, table: Table, pairs: list[tuple[str, str]]
-) -> tuple[list[Cell] | None, dict[str, str]]:
-    """The current row's non-key cells (None: vanished) and the error of each bad cell."""
-    names = [column for column, _ in pairs]
-    wanted = match_text([value for _, value in pairs])
-    query = current_select(table, schema, names, [[value for _, value in pairs]])
-    for row in conn.execute(query).mappings():
-        if current_match(table, names, row) == wanted:
-            return read_back(current_cells(table, names, row))
-    return read_back(None)
+class QueryBack:
+    """The current state of objects for query-back: the object's row with a SELECT of its
+    own, and its class's child tables each read whole once per cycle, their values
+    grouped by object."""
+
+    def __init__(self, conn: sa.Connection, catalogue: Catalogue, schema: str | None) -> None:
+        self.conn, self.catalogue, self.schema = conn, catalogue, schema
+        self.children: dict[str, dict[str, list[CurrentCell]]] = {}
+
+    def __call__(self, table: Table, pairs: list[tuple[str, str]]) -> tuple[list[Cell] | None, dict[str, str]]:
+        """The current row's non-key cells (None: vanished) and the error of each bad cell."""
+        names = [column for column, _ in pairs]
+        wanted = match_text([value for _, value in pairs])
+        query = current_select(table, self.schema, names, [[value for _, value in pairs]])
+        for row in self.conn.execute(query).mappings():
+            if current_match(table, names, row) == wanted:
+                cells = current_cells(self.catalogue, table, names, row)
+                for child in table.children():
+                    cells += self._child_values(child).get(wanted, [])
+                return read_back(cells)
+        return read_back(None)
+
+    def _child_values(self, child: Table) -> dict[str, list[CurrentCell]]:
+        if child.name not in self.children:
+            values: dict[str, list[CurrentCell]] = {}
+            query = current_select(child, self.schema, child.key_columns, None)
+            for row in self.conn.execute(query).mappings():
+                match = current_match(child, child.key_columns, row)
+                if match is not None:
+                    values.setdefault(match, []).extend(child_cells(self.catalogue, child, row))
+            self.children[child.name] = values
+        return self.children[child.name]
 
 
 def write_documents(out: str, batch_size: int, commands: list[tuple[int, bytes]]) -> int:
@@ -109,12 +133,13 @@ def publish(settings: Settings, out: str) -> int:
             except Rejected as exc:
                 statuses[row.record_id] = (Status.ERROR, str(exc))
                 continue
-            key = (row.table_name, event.canonical_key)
+            key = (event.class_name, event.canonical_key)
             objects.setdefault(key, (pairs, []))[1].append(event)
+        query_back = QueryBack(conn, catalogue, schema)
         for (table_name, _key), (pairs, events) in objects.items():
             table = catalogue.tables[table_name]
-            read = lambda: query_back(conn, schema, table, pairs)  # noqa: E731
-            for command in object_commands(table_name, settings.schema, events, read, statuses):
+            read = lambda: query_back(table, pairs)  # noqa: E731
+            for command in object_commands(table, settings.schema, events, read, statuses):
                 commands.append((command.event_id, command_xml(command)))
     commands.sort(key=lambda command: command[0])  # each at its first event's position
     documents = write_documents(out, settings.batch_size, commands)

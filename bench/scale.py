@@ -71,9 +71,9 @@ def render_ceiling(count: int, schema: str) -> float:
     started = time.perf_counter()
     for i in range(1, count + 1):
         attrs = (
-            Attr(AttrOp.MODIFY, "fname", "string", f"o{i}", f"v{i}"),
-            Attr(AttrOp.REPLACE, "lname", "string", None, f"l{i}"),
-            Attr(AttrOp.MODIFY, "photo", "octet", "qqo=", "AAECAwQF"),
+            Attr(AttrOp.MODIFY, "fname", "string", f"o{i}", (f"v{i}",)),
+            Attr(AttrOp.REPLACE, "lname", "string", None, (f"l{i}",)),
+            Attr(AttrOp.MODIFY, "photo", "octet", "qqo=", ("AAECAwQF",)),
         )
         where = association(f"idu={i}", "usr", schema)
         command_xml(Command(CommandKind.MODIFY, "usr", i, where, attrs))

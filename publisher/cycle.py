@@ -206,7 +206,7 @@ def _cycle(
     state = current_state(spark, requests, census.shapes, source.catalogue, read)
     reduced = (
         p.by_object(classified, state, census.rows)
-        .mapInArrow(object_pass(settings.schema), REDUCED.ddl)
+        .mapInArrow(object_pass(source.catalogue), REDUCED.ddl)
         .localCheckpoint(eager=True)
     )
     # One pass: how many commands, and the rows the object pass did not leave S.

@@ -16,38 +16,50 @@ TEXT = st.text(
     .filter(lambda c: c in "\t\n\r" or ord(c) >= 0x20),
     max_size=8,
 )
-NAME = st.sampled_from(["fname", "lname", "photo", "c1"])
+# An attribute's name fixes its type, and whether it is multi-valued (a child table's).
+ATTRIBUTE = st.sampled_from(
+    [("fname", "string"), ("photo", "octet"), ("c1", "int"), ("manager", "dn"),
+     ("usr_phone.phoneno", "string"), ("usr_mbr_of.idg", "dn")]
+)
 ATTR = st.builds(
-    Attr,
-    op=st.sampled_from([AttrOp.MODIFY, AttrOp.REPLACE]),
-    name=NAME,
-    xds_type=st.sampled_from(["string", "octet", "int"]),
+    lambda attribute, op, old, new: Attr(op, *attribute, old, new, "." in attribute[0]),
+    attribute=ATTRIBUTE,
+    op=st.sampled_from([AttrOp.ADD, AttrOp.MODIFY, AttrOp.REPLACE]),
     old=st.none() | TEXT,
-    new=st.none() | TEXT,
+    new=st.lists(TEXT, min_size=1, max_size=3).map(tuple),
 )
 
 
 def built_then_indented(kind: str, class_name: str, event_id: int, association: str, attrs) -> bytes:
+    """Each change its own element, but a multi-valued attribute's changes in its first."""
     command = _skeleton(kind).__copy__()
     command.set("class-name", class_name)
     command.set("event-id", str(event_id))
     command.find("association").text = association
 
-    def value(parent, attr_type, text):
-        etree.SubElement(parent, "value", type=attr_type).text = text
+    def values(parent, attr, texts):
+        for text in texts:
+            element = etree.SubElement(parent, "value", type=attr.xds_type)
+            element.text = text
+            if attr.xds_type == "dn":
+                element.set("association-ref", text)
 
+    elements = {}
     for attr in attrs:
+        tag = "add-attr" if kind == "add" else "modify-attr"
+        element = elements.get(attr.name) if attr.multi_valued else None
+        if element is None:
+            element = etree.SubElement(command, tag, {"attr-name": attr.name})
+            if attr.multi_valued:
+                elements[attr.name] = element
         if kind == "add":
-            value(etree.SubElement(command, "add-attr", {"attr-name": attr.name}), attr.xds_type, attr.new)
+            values(element, attr, attr.new)
             continue
-        element = etree.SubElement(command, "modify-attr", {"attr-name": attr.name})
-        if attr.op == AttrOp.MODIFY:
-            if attr.old is not None:
-                value(etree.SubElement(element, "remove-value"), attr.xds_type, attr.old)
-        else:
+        if attr.op == AttrOp.REPLACE:
             etree.SubElement(element, "remove-all-values")
-        if attr.new is not None:
-            value(etree.SubElement(element, "add-value"), attr.xds_type, attr.new)
+        elif attr.op == AttrOp.MODIFY and attr.old is not None:
+            values(etree.SubElement(element, "remove-value"), attr, [attr.old])
+        values(etree.SubElement(element, "add-value"), attr, attr.new)
     etree.indent(command, space="  ", level=2)
     return b"    " + etree.tostring(command, encoding="utf-8") + b"\n"
 

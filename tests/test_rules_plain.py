@@ -13,7 +13,7 @@ from lxml import etree
 
 from publisher.model import value_text as vt
 from publisher.model.catalogue import Catalogue, Column, Table
-from publisher.model.commands import AttrOp, Command, CommandKind
+from publisher.model.commands import Attr, AttrOp, Command, CommandKind
 from publisher.reduce.query_back_state import current_cells, read_back
 from publisher.reduce.rules import (
     Classifier,
@@ -63,19 +63,25 @@ def publish(
         except Rejected as exc:
             statuses[record_id] = ("E", str(exc))
             continue
-        objects.setdefault((values["table_name"], event.canonical_key), []).append(event)
+        objects.setdefault((event.class_name, event.canonical_key), []).append(event)
     commands = []
     for (table_name, key), events in objects.items():
         table = CATALOGUE.tables[table_name]
         found = (current or {}).get((table_name, key))
-        cells = None if found is None else current_cells(table, table.key_columns, found)
+        cells = None if found is None else current_cells(CATALOGUE, table, table.key_columns, found)
         state = read_back(cells)
-        commands += object_commands(table_name, "indirect", events, lambda: state, statuses)
+        commands += object_commands(table, "indirect", events, lambda: state, statuses)
     return sorted(commands, key=lambda c: c.event_id), statuses
 
 
+def single(attr: Attr) -> str | None:
+    """A single-valued attribute's new value, or None."""
+    assert len(attr.new) <= 1
+    return attr.new[0] if attr.new else None
+
+
 def shape(commands: list[Command]) -> list[tuple]:
-    return [(c.kind, c.association, [(a.op, a.name, a.old, a.new) for a in c.attrs]) for c in commands]
+    return [(c.kind, c.association, [(a.op, a.name, a.old, single(a)) for a in c.attrs]) for c in commands]
 
 
 # Precedence (docs/reduction.md) -------------------------------------------------------
@@ -99,7 +105,7 @@ def test_a_row_query_back_supersedes_field_query_backs_and_field_events():
         current={("usr", "idu=1"): {"idu": "1", "fname": "John", "lname": "Doe  ", "photo": b"\xbb"}},
     )
     [command] = commands
-    assert [(a.name, a.new) for a in command.attrs] == [("fname", "John"), ("lname", "Doe"), ("photo", "uw==")]
+    assert [(a.name, single(a)) for a in command.attrs] == [("fname", "John"), ("lname", "Doe"), ("photo", "uw==")]
     assert command.event_id == 2  # the 8 is superseded: the command starts at the 6
 
 

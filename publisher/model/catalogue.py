@@ -4,7 +4,7 @@ XDS value types."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
@@ -61,6 +61,24 @@ class Table:
         """The column, or the multi-valued attribute (``child_table.column``), so named."""
         return self._by_name.get(name) or self._multi_by_name.get(name)
 
+    def is_multi_valued(self, name: str | None) -> bool:
+        return name in self._multi_by_name
+
+    def children(self) -> tuple[Table, ...]:
+        """Each child table as query-back reads it: keyed by its link columns (typed as
+        this class's key), holding its value columns."""
+        values: dict[tuple[str, tuple[str, ...]], list[Column]] = {}
+        for m in self.multi_valued:
+            values.setdefault((m.child_table, m.link), []).append(m.column)
+        return tuple(
+            Table(
+                name,
+                (*(replace(self.column(k), name=n) for k, n in zip(self.key_columns, link)), *columns),
+                link,
+            )
+            for (name, link), columns in values.items()
+        )
+
     @cached_property
     def _by_name(self) -> dict[str, Column]:
         return {c.name: c for c in self.columns}
@@ -80,3 +98,17 @@ class Catalogue:
     # Child tables (not classes): each one's parent class. An event may name a child
     # table and a bare column (docs/classes.md, Child tables).
     child_tables: dict[str, str] = field(default_factory=dict)
+
+    def referenced(self, column: Column) -> Table:
+        """The class a reference column names; NotAClass when it names none."""
+        target = self.tables.get(column.reference)
+        if target is None:
+            raise NotAClass(
+                f"column {column.name} references {column.reference}, which is not a class "
+                f"of the published schema {self.schema}"
+            )
+        return target
+
+
+class NotAClass(ValueError):
+    """A reference to a table that is not a class of the published schema."""

@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from grammar import format_table_key
+from publisher.model.catalogue import Table
+from publisher.model.value_text import key_text
+
 
 class CommandKind(StrEnum):
     """The command an event type makes (docs/event-types.md); also its skeleton's name
@@ -26,13 +30,16 @@ class AttrOp(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Attr:
-    """One add-attr or modify-attr: ``old`` is rendered only by MODIFY."""
+    """One change of an attribute: ``old`` is removed (MODIFY only), ``new`` added. The
+    changes of one multi-valued attribute in a command share one element
+    (docs/classes.md, Rendering)."""
 
     op: AttrOp
     name: str
     xds_type: str
     old: str | None
-    new: str | None
+    new: tuple[str, ...]  # a single value's, or a multi-valued query-back's every value
+    multi_valued: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +58,13 @@ class Command:
 def association(canonical_key: str, class_name: str, schema: str) -> str:
     """An object's association (docs/rendering.md, Association)."""
     return f"{canonical_key},table={class_name},schema={schema}"
+
+
+def reference_text(value: str | bytes, target: Table, schema: str) -> str:
+    """A reference's text: the association of the object of ``target`` whose one key
+    column holds ``value`` (docs/classes.md, References). InvalidValue when the value is
+    not a key of its type."""
+    (key_name,) = target.key_columns
+    key = target.column(key_name)
+    canonical = format_table_key([(key_name, key_text(value, key.xds_type, key.is_char))])
+    return association(canonical, target.name, schema)

@@ -14,6 +14,7 @@ import re
 
 STRING, OCTET, INT, STATE, TIME = "string", "octet", "int", "state", "time"
 TYPES = (STRING, OCTET, INT, STATE, TIME)
+DN = "dn"  # a reference: its text is the referenced object's association, not a value's
 
 TRUE_WORDS = ("true", "t", "yes", "y", "on", "1")
 FALSE_WORDS = ("false", "f", "no", "n", "off", "0")

@@ -3,7 +3,9 @@ the current rows of their tables.
 
 The rows read (source/query_back.py) go through one Python pass that applies the
 query-back state rules (reduce/query_back_state.py): each row's match text and its cells.
-The result has one row per requested object (rows.STATE): found, and the cells."""
+A class with child tables has each of them read once too, their rows' values grouped by
+object (docs/classes.md). The result has one row per requested object (rows.STATE):
+found, and the cells."""
 
 from __future__ import annotations
 
@@ -15,8 +17,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from publisher.model.catalogue import Catalogue, Table
-from publisher.model.rows import CURRENT, STATE
-from publisher.reduce.query_back_state import SEPARATOR, current_cells, current_match
+from publisher.model.rows import CELLS, CURRENT, STATE
+from publisher.reduce.query_back_state import (
+    SEPARATOR,
+    child_cells,
+    current_cells,
+    current_match,
+)
 from publisher.source.query_back import KEYED_READ_LIMIT
 
 # (table, key column names, the wanted keys' text values or None for all) -> raw rows
@@ -33,10 +40,10 @@ class RequestShape:
 
 
 def _current_rows(
-    table: Table, key_names: Sequence[str]
+    catalogue: Catalogue, table: Table, key_names: Sequence[str], child: bool
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over a table's rows as read: rows.CURRENT, rows matching nothing
-    dropped."""
+    dropped. A ``child`` table's rows give their class's multi-valued cells."""
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -44,21 +51,50 @@ def _current_rows(
             for row in batch.to_pylist():
                 match = current_match(table, key_names, row)
                 if match is not None:
-                    out.append(CURRENT.row(match=match, cells=current_cells(table, key_names, row)))
+                    cells = (
+                        child_cells(catalogue, table, row) if child
+                        else current_cells(catalogue, table, key_names, row)
+                    )
+                    out.append(CURRENT.row(match=match, cells=cells))
             yield CURRENT.batch(out)
 
     return rows
 
 
 def _state_of(
-    table: Table, key_names: Sequence[str], wanted: DataFrame, rows: DataFrame
+    catalogue: Catalogue,
+    table: Table,
+    key_names: Sequence[str],
+    wanted: DataFrame,
+    read: ReadTable,
+    keys: list[tuple[str, ...]] | None,
 ) -> DataFrame:
-    current = rows.mapInArrow(_current_rows(table, key_names), CURRENT.ddl)
+    """rows.STATE of the ``wanted`` objects (``keys``: their key values, or None to read
+    whole tables): their current rows' cells, then those of their class's child tables,
+    each read once."""
+    current = read(table, key_names, keys).mapInArrow(
+        _current_rows(catalogue, table, key_names, child=False), CURRENT.ddl
+    )
     if not table.is_unique(key_names):  # a view's pk_ columns, say: one row per key
         current = current.dropDuplicates(["match"])
     current = current.withColumn("found", F.lit(True))
-    return wanted.join(current, "match", "left").select(
-        "table_name", "canonical_key", F.coalesce("found", F.lit(False)).alias("found"), "cells"
+    state = wanted.join(current, "match", "left")
+    cells = [F.col("cells")]
+    for index, child in enumerate(table.children()):
+        name = f"child_cells_{index}"
+        values = (
+            read(child, child.key_columns, keys)
+            .mapInArrow(_current_rows(catalogue, child, child.key_columns, child=True), CURRENT.ddl)
+            .groupBy("match")
+            .agg(F.flatten(F.collect_list("cells")).alias(name))
+        )
+        state = state.join(values, "match", "left")
+        cells.append(F.coalesce(F.col(name), F.array().cast(CELLS)))
+    return state.select(
+        "table_name",
+        "canonical_key",
+        F.coalesce("found", F.lit(False)).alias("found"),
+        F.concat(*cells).alias("cells") if len(cells) > 1 else "cells",
     )
 
 
@@ -89,7 +125,7 @@ def current_state(
         if shape.objects <= 2 * KEYED_READ_LIMIT:
             found = [tuple(r.key_values) for r in wanted.select("key_values").collect()]
             keys = found if len(found) <= KEYED_READ_LIMIT else None
-        parts.append(_state_of(table, names, wanted.drop("key_values"), read(table, names, keys)))
+        parts.append(_state_of(catalogue, table, names, wanted.drop("key_values"), read, keys))
     if not parts:
         return spark.createDataFrame([], STATE.ddl)
     state = parts[0]

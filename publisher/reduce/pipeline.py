@@ -67,7 +67,7 @@ def classify_rows(
             key_pairs = [{"column": c, "value": v} for c, v in pairs]
         event.ord_time = ord_time
         travelling = {name: getattr(event, name) for name in EVENT.names}
-        return CLASSIFIED.row(**travelling, table_name=row["table_name"], key_pairs=key_pairs)
+        return CLASSIFIED.row(**travelling, table_name=event.class_name, key_pairs=key_pairs)
 
     def classify_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from publisher.model.catalogue import Table
+from publisher.model.catalogue import Catalogue, Column, NotAClass, Table
+from publisher.model.commands import reference_text
 from publisher.model.value_text import (
     InvalidValue,
     forbidden_position,
@@ -54,7 +55,7 @@ def current_match(table: Table, key_names: Sequence[str], row: Mapping[str, Valu
 
 
 def current_cells(
-    table: Table, key_names: Sequence[str], row: Mapping[str, Value]
+    catalogue: Catalogue, table: Table, key_names: Sequence[str], row: Mapping[str, Value]
 ) -> list[CurrentCell]:
     """The row's non-key cells in table order, each with its XDS text or its error."""
     cells = []
@@ -63,9 +64,11 @@ def current_cells(
             continue
         value, text, error = row[column.name], None, None
         try:
-            text = xds_text(value, column.xds_type, column.is_char)
+            text = _current_text(catalogue, column, value)
         except InvalidValue as exc:
             error = f"current value '{exc.value}' of {column.name} {exc.reason}"
+        except NotAClass as exc:
+            error = str(exc)
         if text is not None and (position := forbidden_position(text)):
             text, error = None, (
                 f"current value of {column.name} has a character XML 1.0 cannot carry "
@@ -73,6 +76,23 @@ def current_cells(
             )
         cells.append(CurrentCell(column.name, column.xds_type, text, error))
     return cells
+
+
+def _current_text(catalogue: Catalogue, column: Column, value: Value) -> str | None:
+    if column.reference is None or value is None:
+        return xds_text(value, column.xds_type, column.is_char)
+    return reference_text(value, catalogue.referenced(column), catalogue.schema)
+
+
+def child_cells(
+    catalogue: Catalogue, child: Table, row: Mapping[str, Value]
+) -> list[CurrentCell]:
+    """A child table's row (``child`` as Table.children gives it) as the cells of its
+    class's multi-valued attributes, one per value column, named child_table.column."""
+    return [
+        cell._replace(column_name=f"{child.name}.{cell.column_name}")
+        for cell in current_cells(catalogue, child, child.key_columns, row)
+    ]
 
 
 def read_back(cells: Sequence[Sequence] | None) -> tuple[list[Cell] | None, dict[str, str]]:

@@ -15,8 +15,15 @@ from typing import Any
 
 from grammar import TableKeyError, format_table_key, parse_table_key
 from publisher.model import events as ev
-from publisher.model.catalogue import Catalogue, Column, Table
-from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
+from publisher.model.catalogue import Catalogue, Column, MultiValued, NotAClass, Table
+from publisher.model.commands import (
+    Attr,
+    AttrOp,
+    Command,
+    CommandKind,
+    association,
+    reference_text,
+)
 from publisher.model.statuses import Status
 from publisher.model.value_text import (
     InvalidValue,
@@ -51,6 +58,7 @@ class Event:
     error: str | None = None  # the row read back cannot be published
     superseded: bool = False  # consumed (S) without publishing
     cells: list[Cell] | None = None  # query-back: the row read back (None: vanished, or not read)
+    class_name: str = ""  # the class the row publishes (a child table's is its parent)
 
 
 class Rejected(Exception):
@@ -93,13 +101,24 @@ class Classifier:
             self._check_length(name, text[name])
         for name in ("table_key", "table_name", "column_name"):
             _forbidden(name, text[name])
-        table_key, table_name, column_name = text["table_key"], text["table_name"], text["column_name"]
-        table, pairs, canonical = self._checked_key(table_name, table_key)
-        column = table.column(column_name) if column_name is not None else None
+        table_key, table_name = text["table_key"], text["table_name"]
+        try:
+            named = parse_table_key(table_key)
+        except TableKeyError as exc:
+            raise Rejected(f"malformed table_key: {exc}") from None
+        table, column_name, link = self._class_of(table_name, text["column_name"])
+        pairs, canonical = self._checked_key(table, named, link)
+        attribute = table.attribute(column_name) if column_name is not None else None
         if t in ev.PER_FIELD and column_name is None:
             raise Rejected(f"column_name is NULL for per-field event_type {t}")
-        if t in ev.PER_FIELD and column is None:
-            raise Rejected(f"column {column_name} is not in table {table_name}")
+        if t in ev.PER_FIELD and attribute is None:
+            raise Rejected(self._no_attribute(table, column_name))
+        column = attribute.column if isinstance(attribute, MultiValued) else attribute
+        if column is not None and column.reference is not None:
+            try:
+                self.catalogue.referenced(column)
+            except NotAClass as exc:
+                raise Rejected(str(exc)) from None
         texts: dict[str, str | None] = {"old_value": None, "new_value": None}
         for name, shown in rendered.items():
             raw = text[name]
@@ -107,7 +126,7 @@ class Classifier:
                 continue
             _forbidden(name, raw)
             try:
-                texts[name] = xds_text(raw, column.xds_type, column.is_char)
+                texts[name] = self._text(raw, column)
             except InvalidValue as exc:
                 raise Rejected(f"{name} {exc}") from None
         warning = None
@@ -115,34 +134,61 @@ class Classifier:
             warning = f"table_key {table_key} is not canonical; published as {canonical}"
         xds_type = column.xds_type if column is not None else None
         event = Event(row["record_id"], t, column_name, xds_type, *texts.values(), warning, canonical)
+        event.class_name = table.name
         return event, pairs
+
+    def _text(self, raw: str, column: Column) -> str:
+        """A logged value's XDS text; a reference's is the association it names."""
+        if column.reference is not None:
+            return reference_text(raw, self.catalogue.referenced(column), self.catalogue.schema)
+        return xds_text(raw, column.xds_type, column.is_char)
+
+    def _class_of(
+        self, table_name: str, column_name: str | None
+    ) -> tuple[Table, str | None, dict[str, str]]:
+        """The class a row names, the attribute its column_name names, and how the row's
+        key names map to the class's: a child table stands for its parent's class, its
+        bare column for ``child_table.column`` (docs/classes.md, Event log)."""
+        table = self.catalogue.tables.get(table_name)
+        if table is not None:
+            return table, column_name, {}
+        parent = self.catalogue.child_tables.get(table_name)
+        if parent is None:
+            raise Rejected(
+                f"table {table_name} is not in the published schema {self.catalogue.schema}"
+            )
+        table = self.catalogue.tables[parent]
+        link = next(m.link for m in table.multi_valued if m.child_table == table_name)
+        attribute = None if column_name is None else f"{table_name}.{column_name}"
+        return table, attribute, dict(zip(link, table.key_columns))
+
+    def _no_attribute(self, table: Table, column_name: str) -> str:
+        child, dot, _ = column_name.partition(".")
+        if dot and child not in (m.child_table for m in table.multi_valued):
+            return f"column {column_name}: table {child} is not a child table of {table.name}"
+        return f"column {column_name} is not in table {table.name}"
 
     def _check_length(self, name: str, text: str | None) -> None:
         limit = self.max_value_length
         if limit is not None and text is not None and len(text) > limit:
             raise Rejected(f"{name} is longer than {limit} characters")
 
-    def _checked_key(self, table_name: str, table_key: str) -> tuple[Table, KeyPairs, str]:
-        """The table, the key's canonical pairs (in the table's key order) and its text;
-        Rejected if the key is bad or does not name exactly the table's key columns."""
-        try:
-            pairs = dict(parse_table_key(table_key))
-        except TableKeyError as exc:
-            raise Rejected(f"malformed table_key: {exc}") from None
-        table = self.catalogue.tables.get(table_name)
-        if table is None:
-            raise Rejected(
-                f"table {table_name} is not in the published schema {self.catalogue.schema}"
-            )
+    def _checked_key(
+        self, table: Table, named: KeyPairs, link: dict[str, str]
+    ) -> tuple[KeyPairs, str]:
+        """The key's canonical pairs (in the table's key order) and its text; Rejected if
+        the key does not name exactly the table's key columns (a child table's link
+        columns name them by ``link``)."""
+        pairs = {link.get(name, name): value for name, value in named}
         if not table.key_columns:
-            raise Rejected(f"table {table_name} has no key (no primary key, no pk_ column)")
+            raise Rejected(f"table {table.name} has no key (no primary key, no pk_ column)")
         if set(pairs) != set(table.key_columns):
             raise Rejected(
-                f"table_key names {'+'.join(pairs)}; the key of {table_name} is "
+                f"table_key names {'+'.join(pairs)}; the key of {table.name} is "
                 f"{'+'.join(table.key_columns)}"
             )
         canonical = [(c, _key_value(table.column(c), pairs[c])) for c in table.key_columns]
-        return table, canonical, format_table_key(canonical)
+        return canonical, format_table_key(canonical)
 
 
 def _key_value(column: Column, value: str) -> str:
@@ -153,24 +199,24 @@ def _key_value(column: Column, value: str) -> str:
 
 
 def object_commands(
-    table_name: str, schema: str, events: list[Event], read: ReadBack, statuses: Statuses
+    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses
 ) -> list[Command]:
     """One object's live events, in processing order, as its commands (docs/reduction.md);
     every event's status into ``statuses``. A modify left without attributes is not sent
     (e.g. a query-back of a vanished row)."""
     commands = []
-    for kind, run in _runs(events, read, statuses):
-        attrs = _attrs_of(run)
+    for kind, run in _runs(table, events, read, statuses):
+        attrs = _attrs_of(table, kind, run)
         if kind == CommandKind.MODIFY and not attrs:
             continue
         head = run[0]
-        where = association(head.canonical_key, table_name, schema)
-        commands.append(Command(kind, table_name, head.record_id, where, attrs, head.ord_time))
+        where = association(head.canonical_key, table.name, schema)
+        commands.append(Command(kind, table.name, head.record_id, where, attrs, head.ord_time))
     return commands
 
 
 def _runs(
-    events: list[Event], read: ReadBack, statuses: Statuses
+    table: Table, events: list[Event], read: ReadBack, statuses: Statuses
 ) -> list[tuple[CommandKind, list[Event]]]:
     """Precedence over one object's live events: every event's status into ``statuses``,
     and the runs of one command kind that remain."""
@@ -211,6 +257,9 @@ def _runs(
             warned = (Status.WARNED, e.warning)
             statuses[e.record_id] = warned if e.warning else (Status.DONE, None)
             kind = ev.COMMAND_KIND[e.event_type]
+            adding = bool(runs) and runs[-1][0] == CommandKind.ADD
+            if kind == CommandKind.ADD and not adding and table.is_multi_valued(e.column_name):
+                kind = CommandKind.MODIFY  # a value added to an object added before (add-value)
             if runs and runs[-1][0] == kind:
                 runs[-1][1].append(e)
             else:
@@ -218,19 +267,41 @@ def _runs(
     return runs
 
 
-def _attrs_of(run: list[Event]) -> tuple[Attr, ...]:
-    """The add-attr/modify-attr pieces of one run in event order; query-back fields once.
-    An empty piece adds nothing: a type 1 or 2 with nothing to add or remove."""
+def _attrs_of(table: Table, kind: CommandKind, run: list[Event]) -> tuple[Attr, ...]:
+    """The add-attr/modify-attr pieces of one run in event order; query-back attributes
+    once. An empty piece adds nothing: a type 1 or 2 with nothing to add or remove."""
     attrs, seen = [], set()
     for e in run:
         op = ev.FIELD_OPS.get(e.event_type)
+        new = () if e.new_text is None else (e.new_text,)
         if op is not None and (
-            e.new_text is not None or (op == AttrOp.MODIFY and e.old_text is not None)
-            or op == AttrOp.REPLACE
+            new or (op == AttrOp.MODIFY and e.old_text is not None) or op == AttrOp.REPLACE
         ):
-            attrs.append(Attr(op, e.column_name, e.xds_type, e.old_text, e.new_text))
-        for name, xds_type, text in e.cells or ():
-            if name not in seen and (e.event_type in ev.ROW_QUERY_BACK or name == e.column_name):
+            multi = table.is_multi_valued(e.column_name)
+            attrs.append(Attr(op, e.column_name, e.xds_type, e.old_text, new, multi))
+        if e.cells is None:
+            continue
+        whole_row = e.event_type in ev.ROW_QUERY_BACK
+        for name, (xds_type, values, multi) in _current_attributes(table, e.cells).items():
+            if name not in seen and (whole_row or name == e.column_name):
                 seen.add(name)
-                attrs.append(Attr(AttrOp.REPLACE, name, xds_type, None, text))
+                attrs.append(Attr(AttrOp.REPLACE, name, xds_type, None, values, multi))
     return tuple(attrs)
+
+
+def _current_attributes(
+    table: Table, cells: list[Cell]
+) -> dict[str, tuple[str, tuple[str, ...], bool]]:
+    """The current values read back by attribute, in the class's order: its non-key
+    columns' cells as read, then each multi-valued attribute's values, sorted and once
+    each (docs/classes.md, Rendering; a child table's value in none of its rows is none)."""
+    current = {name: (xds_type, () if text is None else (text,), False) for name, xds_type, text in cells
+               if not table.is_multi_valued(name)}
+    if table.multi_valued:
+        values: dict[str, set[str]] = {m.name: set() for m in table.multi_valued}
+        for name, _, text in cells:
+            if name in values and text is not None:
+                values[name].add(text)
+        for m in table.multi_valued:
+            current[m.name] = (m.xds_type, tuple(sorted(values[m.name])), True)
+    return current

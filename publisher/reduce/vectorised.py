@@ -45,7 +45,8 @@ class _TableShape:
     """What the fast path needs of one table with a one-column key, as Arrow arrays."""
 
     def __init__(self, table: Table) -> None:
-        columns = [c for c in table.columns if _clean(c.name)]
+        # A reference's value becomes an association: the rules' work.
+        columns = [c for c in table.columns if _clean(c.name) and c.reference is None]
         self.names = pa.array([c.name for c in columns], pa.string())
         self.types = pa.array([c.xds_type for c in columns], pa.string())
         key = table.column(table.key_columns[0])

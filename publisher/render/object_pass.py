@@ -12,6 +12,7 @@ from dataclasses import fields
 
 import pyarrow as pa
 
+from publisher.model.catalogue import Catalogue
 from publisher.model.rows import EVENT, REDUCED
 from publisher.model.statuses import Status
 from publisher.reduce.query_back_state import read_back
@@ -23,7 +24,9 @@ _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name in EVENT.names)
 
 
-def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def object_pass(
+    catalogue: Catalogue,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -32,7 +35,8 @@ def object_pass(schema: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
             statuses: Statuses = {}
             state = read_back(cells)
-            for command in object_commands(obj[0], schema, events, lambda: state, statuses):
+            table = catalogue.tables[obj[0]]
+            for command in object_commands(table, catalogue.schema, events, lambda: state, statuses):
                 xml = command_xml(command)
                 out.append(REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml))
             for record_id, (letter, reason) in statuses.items():

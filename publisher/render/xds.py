@@ -15,6 +15,7 @@ from importlib import resources
 from lxml import etree
 
 from publisher.model.commands import Attr, AttrOp, Command, CommandKind
+from publisher.model.value_text import DN
 
 _INPUT_MARK = "@@xdspub-commands@@"
 _INDENT = "  "
@@ -28,40 +29,65 @@ def _skeleton(name: str) -> etree._Element:
     return etree.fromstring(text, parser)
 
 
-def _value(parent: etree._Element, xds_type: str) -> None:
-    etree.SubElement(parent, "value", type=xds_type)
+def _values(parent: etree._Element, xds_type: str, count: int) -> None:
+    for _ in range(count):
+        etree.SubElement(parent, "value", type=xds_type)
 
 
-def _add_attr(command: etree._Element, name: str, xds_type: str) -> None:
-    _value(etree.SubElement(command, "add-attr", {"attr-name": name}), xds_type)
+def _add_attr(command: etree._Element, name: str, xds_type: str, count: int) -> None:
+    _values(etree.SubElement(command, "add-attr", {"attr-name": name}), xds_type, count)
 
 
 def _modify_attr(
-    command: etree._Element, name: str, xds_type: str, op: str, has_old: bool, has_new: bool
+    command: etree._Element, name: str, xds_type: str, pieces: tuple[tuple[str, int], ...]
 ) -> None:
     element = etree.SubElement(command, "modify-attr", {"attr-name": name})
-    if op != AttrOp.MODIFY:
-        etree.SubElement(element, "remove-all-values")
-    elif has_old:
-        _value(etree.SubElement(element, "remove-value"), xds_type)
-    if has_new:
-        _value(etree.SubElement(element, "add-value"), xds_type)
+    for tag, count in pieces:
+        _values(etree.SubElement(element, tag), xds_type, count)
 
 
-Shape = tuple[tuple, ...]  # one entry per attribute: what its elements are, not its values
+def _pieces(attr: Attr) -> tuple[list[tuple[str, int]], list[str]]:
+    """One change's elements inside a modify-attr, and their values' texts."""
+    pieces, texts = [], []
+    if attr.op == AttrOp.REPLACE:
+        pieces.append(("remove-all-values", 0))
+    elif attr.op == AttrOp.MODIFY and attr.old is not None:
+        pieces.append(("remove-value", 1))
+        texts.append(attr.old)
+    if attr.new:
+        pieces.append(("add-value", len(attr.new)))
+        texts += attr.new
+    return pieces, texts
 
 
-def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str | None]]:
-    """The command's elements, and the texts of its <value> elements in document order."""
-    shape, texts = [], []
+Shape = tuple[tuple, ...]  # one entry per attribute element: its elements, not its values
+
+
+def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str]]:
+    """The command's attribute elements, and the texts of its <value> elements in
+    document order. Each change of a single-valued attribute is an element of its own;
+    the changes of a multi-valued one join its first element (docs/classes.md)."""
+    elements: list[tuple[str, str, list]] = []  # name, xds_type, [(pieces or count, texts)]
+    shared: dict[str, list] = {}
     for attr in attrs:
         if kind == CommandKind.ADD:
-            shape.append((attr.name, attr.xds_type))
-            texts.append(attr.new)
+            change = (len(attr.new), list(attr.new))
+        else:
+            change = _pieces(attr)
+        if attr.multi_valued and attr.name in shared:
+            shared[attr.name].append(change)
             continue
-        old = attr.old if attr.op == AttrOp.MODIFY else None
-        shape.append((attr.name, attr.xds_type, attr.op, old is not None, attr.new is not None))
-        texts.extend(text for text in (old, attr.new) if text is not None)
+        changes = [change]
+        elements.append((attr.name, attr.xds_type, changes))
+        if attr.multi_valued:
+            shared[attr.name] = changes
+    shape, texts = [], []
+    for name, xds_type, changes in elements:
+        if kind == CommandKind.ADD:
+            shape.append((name, xds_type, sum(count for count, _ in changes)))
+        else:
+            shape.append((name, xds_type, tuple(p for pieces, _ in changes for p in pieces)))
+        texts += [text for _, change_texts in changes for text in change_texts]
     return tuple(shape), texts
 
 
@@ -87,6 +113,8 @@ def command_xml(command: Command) -> bytes:
     # the bytes that indenting the filled command would.
     for node, text in zip(element.iter("association", "value"), (command.association, *texts)):
         node.text = text
+        if node.get("type") == DN:  # a reference names its object (docs/classes.md)
+            node.set("association-ref", text)
     return _line(element)
 
 
