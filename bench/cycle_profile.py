@@ -39,11 +39,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("db")
     parser.add_argument("--schema", default="prof")
+    parser.add_argument("--time-syntax", type=int, default=1, choices=range(1, 4), metavar="N")
     args = parser.parse_args()
-    settings = Settings(args.db, schema=args.schema, log_table=f"{args.schema}.indirect_process")
+    settings = Settings(
+        args.db, schema=args.schema, log_table=f"{args.schema}.indirect_process",
+        time_syntax=args.time_syntax,
+    )
     engine, dialect = connect(args.db)
     log = open_event_log(engine, dialect, settings)
-    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
+    catalogue = reflect_catalogue(
+        engine, dialect, settings.schema, settings.log_table, settings.time_syntax
+    )
     spark = spark_session("local[*]")
     spark.range(1).count()
 

@@ -109,7 +109,9 @@ def publish(settings: Settings, out: str) -> int:
     """One cycle; the exit code: 1 when some rows were marked E, else 0."""
     engine, dialect = connect(settings.db_url)
     log = open_event_log(engine, dialect, settings)
-    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
+    catalogue = reflect_catalogue(
+        engine, dialect, settings.schema, settings.log_table, settings.time_syntax
+    )
     schema = settings.schema if dialect.has_schemas else None
     user = loopback_user(settings.publisher_user, engine.url.username, settings.allow_loopback)
     c = log.column
@@ -174,9 +176,11 @@ def main() -> None:
     parser.add_argument("--log-table", default="indirect_process")
     parser.add_argument("--batch-size", type=int, default=1, choices=range(1, 129), metavar="N")
     parser.add_argument("--dry-run", action="store_true", help="leave the statuses")
+    parser.add_argument("--time-syntax", type=int, default=1, choices=range(1, 4), metavar="N")
     args = parser.parse_args()
     settings = Settings(
-        args.db, args.schema, args.log_table, batch_size=args.batch_size, dry_run=args.dry_run
+        args.db, args.schema, args.log_table, batch_size=args.batch_size, dry_run=args.dry_run,
+        time_syntax=args.time_syntax,
     )
     try:
         sys.exit(publish(settings, args.out))

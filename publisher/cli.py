@@ -96,6 +96,9 @@ def publishing_options(command: Callable) -> Callable:
             _option("--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024,
                     show_default=True,
                     help="Longest table_key or value published, in characters; longer: E."),
+            _option("--time-syntax", type=click.IntRange(1, 3), default=1, show_default=True,
+                    help="Date, time and timestamp values: 1 seconds since 1970, "
+                    "2 canonical string, 3 java string."),
             _option("--master", "spark_master", default="local[*]", show_default=True,
                     help="Spark master URL."),
         ]

@@ -122,7 +122,9 @@ class _EventLogSource:
 
     def __init__(self, settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
         self.settings, self.engine, self.dialect, self.log = settings, engine, dialect, log
-        self.catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
+        self.catalogue = reflect_catalogue(
+            engine, dialect, settings.schema, settings.log_table, settings.time_syntax
+        )
         self.loopback_user = loopback_user(
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )

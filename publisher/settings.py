@@ -21,3 +21,6 @@ class Settings:
     # this (and one character) of a value is read.
     max_value_length: int = 16 * 1024 * 1024
     spark_master: str = "local[*]"
+    # Time Syntax: date, time and timestamp values as 1 seconds since 1970 (type time),
+    # 2 canonical or 3 java strings (model/value_text.TimeSyntax).
+    time_syntax: int = 1

@@ -132,3 +132,143 @@ def test_forbidden_position_is_one_based_and_covers_surrogates():
     assert vt.forbidden_position("tab\tand\nnewline") is None
     for text in ("\x00", "\x0b", "\ufffe", "\uffff"):
         assert pc.match_substring_regex(pa.array([text]), vt.XML_FORBIDDEN_RE2)[0].as_py()
+
+
+# Time Syntax (docs/rendering.md, Value text): date, time and timestamp columns.
+TIME_TEXTS = st.one_of(
+    TEXTS,
+    st.dates().map(str),
+    st.datetimes().map(str),
+    st.datetimes().map(lambda d: d.isoformat(sep=" ", timespec="milliseconds")),
+    st.times().map(str),
+    st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?)?\Z"),
+    st.from_regex(r"\A[0-9]{2}:[0-9]{2}:[0-9]{2}\Z"),
+    st.sampled_from(["2024-01-28 10:00:00.0", "2024-01-28 10:00:00.10", "2024-02-29", "0999-01-01",
+                     "23:59:59", "24:00:00", "2024-01-28 10:00:00.5+00", "10:00:00Z"]),
+)
+
+
+def _time(value, kind: str, syntax: int):
+    xds_type, form = vt.time_column(kind, syntax)
+    return vt.xds_text(value, xds_type, False, form)
+
+
+@settings(max_examples=800, deadline=None)
+@given(TIME_TEXTS, st.sampled_from(sorted(vt.TIME_AS_IS)))
+def test_a_time_text_the_vectorised_path_takes_as_is_is_its_own_xds_text(text, form):
+    kind, syntax = form.split(":")
+    if _matches(vt.TIME_AS_IS[form], text):
+        assert _time(text, kind, int(syntax)) == text
+
+
+def test_time_syntax_types_and_forms():
+    assert vt.time_column(vt.DATE_KIND, 1) == (vt.TIME, "date:1")
+    assert vt.time_column(vt.TIME_KIND, 2) == (vt.STRING, "time:2")
+    assert vt.time_column(vt.TIMESTAMP_KIND, vt.TimeSyntax.JAVA) == (vt.STRING, "timestamp:3")
+    with pytest.raises(ValueError):
+        vt.time_form(vt.DATE_KIND, 4)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "integer", "canonical", "java"),
+    [
+        # dates: each database writes yyyy-mm-dd
+        ("2024-01-31", "date", "1706659200", "20240131", "2024-01-31"),
+        (" 2024-02-29 ", "date", "1709164800", "20240229", "2024-02-29"),
+        ("0044-03-15", "date", "-60772291200", "00440315", "0044-03-15"),
+        # times of day: fractions dropped; an offset (PostgreSQL's TIME WITH TIME ZONE)
+        # converted to UTC, around the clock
+        ("10:00:00", "time", "36000", "100000", "10:00:00"),
+        ("09:05", "time", "32700", "090500", "09:05:00"),
+        ("23:59:59.999999", "time", "86399", "235959", "23:59:59"),
+        ("10:00:00+02", "time", "28800", "080000", "08:00:00"),
+        ("01:30:00.25+02:00", "time", "84600", "233000", "23:30:00"),
+        ("22:00:00-03:30", "time", "5400", "013000", "01:30:00"),
+        # timestamps: nanoseconds always nine digits (2), trailing zeros dropped but one (3)
+        ("2024-01-31 10:00:00", "timestamp", "1706695200", "20240131100000000000000",
+         "2024-01-31 10:00:00.0"),
+        ("2024-01-31 10:00:00.123", "timestamp", "1706695200", "20240131100000123000000",
+         "2024-01-31 10:00:00.123"),
+        ("2024-01-31 10:00:00.120000", "timestamp", "1706695200", "20240131100000120000000",
+         "2024-01-31 10:00:00.12"),
+        ("2024-01-31T10:00:00.000000001", "timestamp", "1706695200", "20240131100000000000001",
+         "2024-01-31 10:00:00.000000001"),
+        ("2024-01-31 10:00:00.1234567891", "timestamp", "1706695200", "20240131100000123456789",
+         "2024-01-31 10:00:00.123456789"),
+        ("2024-01-31 10:00", "timestamp", "1706695200", "20240131100000000000000",
+         "2024-01-31 10:00:00.0"),
+        # with an offset (PostgreSQL's TIMESTAMP WITH TIME ZONE): converted to UTC
+        ("2024-01-31 08:00:00.12+00", "timestamp", "1706688000", "20240131080000120000000",
+         "2024-01-31 08:00:00.12"),
+        ("2024-01-01 01:00:00+05:45", "timestamp", "1704050100", "20231231191500000000000",
+         "2023-12-31 19:15:00.0"),
+        ("2024-01-31T10:00:00Z", "timestamp", "1706695200", "20240131100000000000000",
+         "2024-01-31 10:00:00.0"),
+        ("1900-01-01 00:00:00+00:19:32", "timestamp", "-2208989972", "18991231234028000000000",
+         "1899-12-31 23:40:28.0"),
+        ("1969-12-31 23:59:59-00:00:01", "timestamp", "0", "19700101000000000000000",
+         "1970-01-01 00:00:00.0"),
+    ],
+)
+def test_time_syntax_of_each_kind(value, kind, integer, canonical, java):
+    assert _time(value, kind, vt.TimeSyntax.INTEGER) == integer
+    assert _time(value, kind, vt.TimeSyntax.CANONICAL) == canonical
+    assert _time(value, kind, vt.TimeSyntax.JAVA) == java
+    assert _time(None, kind, vt.TimeSyntax.JAVA) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        # not of its column's kind
+        ("2024-01-31 10:00:00", "date"),
+        ("10:00:00", "date"),
+        ("1706659200", "date"),
+        ("2024-01-31", "time"),
+        ("2024-01-31", "timestamp"),
+        ("10:00:00", "timestamp"),
+        ("1706695200", "timestamp"),
+        # not a valid one: MariaDB's zero date, a day or hour out of range, a time past one
+        # day (PostgreSQL's 24:00:00, MariaDB's intervals), a leap second, a bad offset
+        ("0000-00-00", "date"),
+        ("2023-02-29", "date"),
+        ("2024-13-01", "date"),
+        ("0000-00-00 00:00:00", "timestamp"),
+        ("2024-01-31 25:00:00", "timestamp"),
+        ("24:00:00", "time"),
+        ("-10:00:00", "time"),
+        ("838:59:59", "time"),
+        ("23:59:60", "time"),
+        ("10:00:00+24", "time"),
+        ("10:00:00+02:60", "time"),
+        ("2024-01-31 10:00:00 +02", "timestamp"),
+        # what no ISO text is: PostgreSQL's infinity and BC dates, other date styles
+        ("infinity", "timestamp"),
+        ("0044-03-15 BC", "date"),
+        ("31.01.2024", "date"),
+        ("20240131", "date"),
+        ("2024-W05-3", "date"),
+        ("0001-01-01 00:00:00+02", "timestamp"),  # before year 1 in UTC
+        ("10:00:00\n", "time"),
+        ("", "date"),
+    ],
+)
+def test_time_syntax_rejects_a_value_not_of_its_kind(value, kind):
+    for syntax in (vt.TimeSyntax.CANONICAL, vt.TimeSyntax.JAVA):
+        with pytest.raises(vt.InvalidValue, match=f"is not a valid {kind} value"):
+            _time(value, kind, syntax)
+
+
+def test_time_syntax_1_takes_any_time_value_as_before():
+    """Under Time Syntax 1 every time column takes what a time column took before the
+    parameter: an integer, a time of day past a day, a date or a date-time; a time of day
+    with an offset is the seconds of its time of day in UTC."""
+    for kind in vt.TIME_KINDS:
+        assert _time("86400", kind, 1) == "86400"
+        assert _time("-838:59:59", kind, 1) == "-3020399"
+        assert _time("1970-01-02", kind, 1) == "86400"
+        assert _time("10:00:00+02", kind, 1) == "28800"
+        assert _time(" 1970-01-02T02:00:00+02:00 ", kind, 1) == "86400"
+        with pytest.raises(vt.InvalidValue, match="is not a valid time value"):
+            _time("half past ten", kind, 1)
+    assert vt.xds_text("10:00:00+02", vt.TIME) == "28800"  # a time column without a form

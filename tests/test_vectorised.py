@@ -25,6 +25,11 @@ CATALOGUE = Catalogue(
                 Column("active", 5, values.STATE, False),
                 Column("born", 6, values.TIME, False),
                 Column("age", 7, values.INT, False),
+                # Time Syntax 2 and 3: string columns whose values are not taken as they are
+                Column("t2", 8, values.STRING, False, time_form="time:2"),
+                Column("t3", 9, values.STRING, False, time_form="time:3"),
+                Column("d3", 10, values.STRING, False, time_form="date:3"),
+                Column("ts1", 11, values.TIME, False, time_form="timestamp:1"),
             ),
             ("idu",),
         ),
@@ -39,7 +44,8 @@ LIMIT = 12  # Maximum Value Length: some texts below are longer
 
 texts = st.sampled_from(
     ["1", "-7", " 3", "x", "", "AAE=", "abc ", "yes", "2024-01-02T03:04:05", "12:30",
-     "a\x01b", "\ufffe", "é", "99999999999999999999", "a\t", " b", None]
+     "a\x01b", "\ufffe", "é", "99999999999999999999", "a\t", " b", "100000", "10:00:00",
+     "24:00:00", "2024-01-28", "2024-02-30", "2024-1-2", None]
 )
 keys = st.sampled_from(
     ["idu=1", "idu=-2", "idu=x", "idu= 1", 'idu="1"', "idu=1+fname=a", "fname=a", "gname=g1",
@@ -53,11 +59,18 @@ rows = st.fixed_dictionaries(
         "perpetrator": st.sampled_from([PUBLISHER, "app", None]),
         "table_name": st.sampled_from(["usr", "grp", "other", None]),
         "column_name": st.sampled_from(
-            ["fname", "code", "photo", "active", "born", "age", "idu", "gid", "zz", "f\x01", None]
+            ["fname", "code", "photo", "active", "born", "age", "idu", "gid", "zz", "f\x01",
+             "t2", "t3", "d3", "ts1", None]
         ),
         "old_value": texts,
         "new_value": texts,
     }
+)
+PENDING = pa.schema(
+    [("record_id", pa.int64()), ("table_key", pa.string()),
+     ("event_type_text", pa.string()), ("event_order", pa.float64()),
+     ("perpetrator", pa.string()), ("table_name", pa.string()),
+     ("column_name", pa.string()), ("old_value", pa.string()), ("new_value", pa.string())]
 )
 
 
@@ -71,13 +84,7 @@ def classified(batch: pa.RecordBatch, vectorised: bool, loopback: bool, future: 
 @given(st.lists(rows, max_size=40), st.booleans(), st.booleans())
 def test_fast_path_gives_what_the_rules_give(rows, allow_loopback, future_events) -> None:
     batch = pa.RecordBatch.from_pylist(
-        [{"record_id": i, **row} for i, row in enumerate(rows)],
-        schema=pa.schema(
-            [("record_id", pa.int64()), ("table_key", pa.string()),
-             ("event_type_text", pa.string()), ("event_order", pa.float64()),
-             ("perpetrator", pa.string()), ("table_name", pa.string()),
-             ("column_name", pa.string()), ("old_value", pa.string()), ("new_value", pa.string())]
-        ),
+        [{"record_id": i, **row} for i, row in enumerate(rows)], schema=PENDING
     )
     fast = classified(batch, True, allow_loopback, future_events)
     assert fast == classified(batch, False, allow_loopback, future_events)
@@ -93,3 +100,22 @@ def test_common_rows_take_the_fast_path() -> None:
     out = list(run(iter([batch])))
     assert [b.num_rows for b in out] == [1, 0]  # the fast batch, then an empty rest
 
+
+
+def test_time_values_under_syntax_2_and_3_are_taken_as_is_only_when_surely_their_own() -> None:
+    def row(record_id: int, column: str, value: str) -> dict:
+        return {"record_id": record_id, "table_key": "idu=1", "event_type_text": "1",
+                "event_order": 0.0, "perpetrator": "app", "table_name": "usr",
+                "column_name": column, "old_value": None, "new_value": value}
+
+    batch = pa.RecordBatch.from_pylist(
+        [row(1, "t2", "100000"), row(2, "t2", "10:00:00"), row(3, "t3", "10:00:00"),
+         row(4, "d3", "2024-01-28"), row(5, "d3", "2024-02-30")],
+        schema=PENDING,
+    )
+    fast, rest = list(classify_rows(CATALOGUE, PUBLISHER, False, LIMIT)(iter([batch])))
+    assert fast.column("record_id").to_pylist() == [3, 4]
+    assert rest.column("record_id").to_pylist() == [1, 2, 5]
+    rules = classified(batch, False, False, False)
+    assert [r["status"] for r in rules] == ["E", None, None, None, "E"]
+    assert [r["new_text"] for r in rules][1:4] == ["100000", "10:00:00", "2024-01-28"]

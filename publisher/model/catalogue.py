@@ -19,6 +19,7 @@ class Column:
     # A reference (docs/classes.md, References): the class its values name by key; its
     # xds_type is dn.
     reference: str | None = None
+    time_form: str | None = None  # a date, time or timestamp column: value_text.time_form
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class Catalogue:
     def referenced(self, column: Column) -> Table:
         """The class a reference column names; NotAClass when it names none."""
         target = self.tables.get(column.reference)
-        if target is None:
+        if target is None or not target.key_is_primary:  # a keyless table is no class
             raise NotAClass(
                 f"column {column.name} references {column.reference}, which is not a class "
                 f"of the published schema {self.schema}"

@@ -80,7 +80,7 @@ def current_cells(
 
 def _current_text(catalogue: Catalogue, column: Column, value: Value) -> str | None:
     if column.reference is None or value is None:
-        return xds_text(value, column.xds_type, column.is_char)
+        return xds_text(value, column.xds_type, column.is_char, column.time_form)
     return reference_text(value, catalogue.referenced(column), catalogue.schema)
 
 

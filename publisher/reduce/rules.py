@@ -141,7 +141,7 @@ class Classifier:
         """A logged value's XDS text; a reference's is the association it names."""
         if column.reference is not None:
             return reference_text(raw, self.catalogue.referenced(column), self.catalogue.schema)
-        return xds_text(raw, column.xds_type, column.is_char)
+        return xds_text(raw, column.xds_type, column.is_char, column.time_form)
 
     def _class_of(
         self, table_name: str, column_name: str | None
@@ -282,10 +282,14 @@ def _attrs_of(table: Table, kind: CommandKind, run: list[Event]) -> tuple[Attr, 
         if e.cells is None:
             continue
         whole_row = e.event_type in ev.ROW_QUERY_BACK
+        # An inserted row's object is new: its attributes without a value have nothing to
+        # remove (docs/rendering.md, Query-back rendering).
+        inserted = e.event_type == ev.EventType.INSERT_ROW_QUERY_BACK
         for name, (xds_type, values, multi) in _current_attributes(table, e.cells).items():
-            if name not in seen and (whole_row or name == e.column_name):
-                seen.add(name)
-                attrs.append(Attr(AttrOp.REPLACE, name, xds_type, None, values, multi))
+            if name in seen or not (whole_row or name == e.column_name) or (inserted and not values):
+                continue
+            seen.add(name)
+            attrs.append(Attr(AttrOp.REPLACE, name, xds_type, None, values, multi))
     return tuple(attrs)
 
 

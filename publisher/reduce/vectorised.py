@@ -37,7 +37,9 @@ def _clean(name: str) -> bool:
     return value_text.forbidden_position(name) is None
 
 
-def _as_is_pattern(xds_type: str, is_char: bool) -> str | None:
+def _as_is_pattern(xds_type: str, is_char: bool, time_form: str | None = None) -> str | None:
+    if time_form is not None:  # a time column: its Time Syntax's own texts
+        return value_text.TIME_AS_IS[time_form]
     return value_text.CHAR_AS_IS if is_char else value_text.AS_IS[xds_type]
 
 
@@ -54,7 +56,7 @@ class _TableShape:
         self.key_pattern = value_text.INT_KEY_AS_IS if key.xds_type == value_text.INT else None
         by_pattern: dict[str | None, list[str]] = defaultdict(list)
         for c in columns:
-            by_pattern[_as_is_pattern(c.xds_type, c.is_char)].append(c.name)
+            by_pattern[_as_is_pattern(c.xds_type, c.is_char, c.time_form)].append(c.name)
         # Columns by the pattern their values must match to be their own text.
         self.as_is = {p: pa.array(names, pa.string()) for p, names in by_pattern.items()}
 

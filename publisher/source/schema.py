@@ -15,19 +15,33 @@ from publisher.source.dialects import Dialect
 _INTERNAL_PREFIX = "sqlite_"
 
 
-def xds_type_of(sql_type: sa.types.TypeEngine) -> tuple[str, bool]:
-    """(XDS value type, is CHAR(n)) of a reflected column type."""
+# The kinds of time column by reflected type (MariaDB's DATETIME and TIMESTAMP, and
+# PostgreSQL's TIMESTAMP and TIME WITH TIME ZONE, are DateTime and Time too).
+_TIME_KINDS = (
+    (sa.types.DateTime, value_text.TIMESTAMP_KIND),
+    (sa.types.Date, value_text.DATE_KIND),
+    (sa.types.Time, value_text.TIME_KIND),
+)
+
+
+def xds_type_of(
+    sql_type: sa.types.TypeEngine, time_syntax: int = value_text.TimeSyntax.INTEGER
+) -> tuple[str, bool, str | None]:
+    """(XDS value type, is CHAR(n), time_form) of a reflected column type; a date, time or
+    timestamp column's type and form follow ``time_syntax``."""
     if isinstance(sql_type, sa.types.Boolean):
-        return value_text.STATE, False
+        return value_text.STATE, False, None
     if isinstance(sql_type, sa.types.Integer):
-        return value_text.INT, False
-    if isinstance(sql_type, (sa.types.DateTime, sa.types.Date, sa.types.Time)):
-        return value_text.TIME, False
+        return value_text.INT, False, None
+    for time_type, kind in _TIME_KINDS:
+        if isinstance(sql_type, time_type):
+            xds_type, time_form = value_text.time_column(kind, time_syntax)
+            return xds_type, False, time_form
     if isinstance(sql_type, (sa.types._Binary, sa.types.LargeBinary)):
-        return value_text.OCTET, False
+        return value_text.OCTET, False, None
     if isinstance(sql_type, sa.types.String) and not isinstance(sql_type, sa.types.Text):
-        return value_text.STRING, type(sql_type).__name__.upper() in ("CHAR", "NCHAR", "BPCHAR")
-    return value_text.STRING, False
+        return value_text.STRING, type(sql_type).__name__.upper() in ("CHAR", "NCHAR", "BPCHAR"), None
+    return value_text.STRING, False, None
 
 
 @dataclass
@@ -48,10 +62,15 @@ class _Reflected:
 
 
 def reflect_catalogue(
-    engine: sa.Engine, dialect: Dialect, schema: str, log_table: str
+    engine: sa.Engine,
+    dialect: Dialect,
+    schema: str,
+    log_table: str,
+    time_syntax: int = value_text.TimeSyntax.INTEGER,
 ) -> Catalogue:
     """Every class of the schema (docs/classes.md): its tables and views but the event log
-    (SQLite: of the main database), each with its references and child tables."""
+    (SQLite: of the main database), each with its references and child tables; its time
+    columns published under ``time_syntax`` (docs/parameters.md, Time Syntax)."""
     db_schema = schema if dialect.has_schemas else None
     inspector = sa.inspect(engine)
     log_name = log_table.rsplit(".", 1)[-1]
@@ -69,10 +88,10 @@ def reflect_catalogue(
                 [] if is_view else inspector.get_foreign_keys(name, schema=db_schema),
                 is_view,
             )
-    shapes = _Shapes(reflected, db_schema)
+    shapes = _Shapes(reflected, db_schema, time_syntax)
     children: dict[str, list[MultiValued]] = defaultdict(list)
     child_tables: dict[str, str] = {}
-    for name, table in reflected.items():
+    for name, table in sorted(reflected.items()):  # child tables in name order
         if (owner := shapes.owner(table)) is not None:
             parent, link, linking = owner
             child_tables[name] = parent
@@ -98,8 +117,10 @@ def reflect_catalogue(
 class _Shapes:
     """What the constraints make of the reflected tables (docs/classes.md, What a class is)."""
 
-    def __init__(self, reflected: dict[str, _Reflected], db_schema: str | None) -> None:
-        self.reflected, self.db_schema = reflected, db_schema
+    def __init__(
+        self, reflected: dict[str, _Reflected], db_schema: str | None, time_syntax: int
+    ) -> None:
+        self.reflected, self.db_schema, self.time_syntax = reflected, db_schema, time_syntax
 
     def _target(self, fk: dict[str, Any]) -> tuple[str, _Reflected | None]:
         """The referenced table's name (qualified when outside the schema) and, when it is
@@ -139,11 +160,12 @@ class _Shapes:
         """A column: a reference when a foreign key of its own names a primary key (a
         parent's column must be nullable; ``any_null`` for a child's), or names a table
         that is not a class (its events are then E)."""
-        xds_type, is_char = xds_type_of(reflected["type"])
+        xds_type, is_char, time_form = xds_type_of(reflected["type"], self.time_syntax)
         fk = table.foreign_key_of(reflected["name"])
         if fk is None or not (any_null or reflected["nullable"]):
-            return Column(reflected["name"], ordinal, xds_type, is_char)
+            return Column(reflected["name"], ordinal, xds_type, is_char, time_form=time_form)
         name, target = self._target(fk)
         if target is not None and target.primary_key and not self._is_class_key(fk, target):
-            return Column(reflected["name"], ordinal, xds_type, is_char)  # a unique key, no class's
+            # a unique key, no class's
+            return Column(reflected["name"], ordinal, xds_type, is_char, time_form=time_form)
         return Column(reflected["name"], ordinal, value_text.DN, False, reference=name)
