@@ -257,6 +257,25 @@ def demo(keep: str | None) -> None:
     run_demo(keep)
 
 
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+def validate(paths: tuple[str, ...]) -> None:
+    """Check XDS documents (files, or every *.xml under a directory) against the shipped
+    schema (docs/validation.md): exit 0 when all are valid, 1 with one line per problem."""
+    from pathlib import Path
+
+    from publisher.render.validate import documents, validate_paths
+
+    files = [document for path in paths for document in documents(Path(path))]
+    problems = validate_paths(files)
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    invalid = len({problem.file for problem in problems})
+    click.echo(f"xdspub: {len(files)} documents, {invalid} invalid", err=True)
+    if problems:
+        click.get_current_context().exit(1)
+
+
 def _report(report: Any, quiet: bool) -> None:
     for record_id, letter, why in report.notes:
         click.echo(f"xdspub: record_id {record_id}: {letter}: {why}", err=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import io
+import itertools
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +17,9 @@ import sqlalchemy as sa
 from lxml import etree
 
 from publisher.cycle import CycleReport, run_cycle
-from publisher.delivery.sinks import FileSink
+from publisher.delivery.documents import write_stream
+from publisher.delivery.sinks import FileSink, StdoutSink
+from publisher.render.validate import documents, validate_bytes, validate_file
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log
@@ -165,3 +169,100 @@ def canonical(element: etree._Element) -> str:
             node.text = node.text.strip() or None
         node.tail = None
     return etree.tostring(element, method="c14n").decode()
+
+
+# --- every document a test publishes is valid XDS (docs/validation.md) -------------------
+
+_STDOUT_DOCUMENTS: list[tuple[str, bytes]] = []  # (name, document) since the last check
+
+
+def published_stdout(args: Sequence[str], code: int, stdout: bytes) -> None:
+    """The standard output of an ``xdspub`` process, for the check after the test: kept
+    when it is an export's document (``--out -``) and the export finished (exit 0 or 1)."""
+    out = [b for a, b in itertools.pairwise(args) if a == "--out"] + [
+        a.split("=", 1)[1] for a in args if a.startswith("--out=")
+    ]
+    if args and args[0] == "export" and out[-1:] == ["-"] and code in (0, 1):
+        _STDOUT_DOCUMENTS.append((f"standard output of xdspub {' '.join(args)}", stdout))
+
+
+class PublishedFiles:
+    """The .xml files under the run's base temporary folder (every tmp_path, every
+    tmp_path_factory folder) that are new or changed since the last look. Links are
+    skipped: a link is not a document, and its target is looked at where it lives."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.seen: dict[Path, tuple[int, int]] = {}
+
+    def fresh(self) -> list[Path]:
+        found = []
+        for path in documents(self.base):
+            try:
+                stat = path.lstat()
+            except OSError:
+                continue  # removed meanwhile
+            mark = (stat.st_mtime_ns, stat.st_size)
+            if path.is_symlink() or self.seen.get(path) == mark:
+                continue
+            self.seen[path] = mark
+            found.append(path)
+        return found
+
+
+def xds_problems(files: Iterable[Path], base: Path, exempt: Sequence[str] = ()) -> list[str]:
+    """The problems of ``files`` (but those matching a pattern of ``exempt``, relative to
+    ``base``) and of the standard output documents kept since the last check."""
+    problems = [
+        str(problem)
+        for path in files
+        if not any(path.relative_to(base).match(pattern) for pattern in exempt)
+        for problem in validate_file(path)
+    ]
+    problems += [str(p) for name, data in _STDOUT_DOCUMENTS for p in validate_bytes(data, name)]
+    _STDOUT_DOCUMENTS.clear()
+    return problems
+
+
+def _fail_on(problems: list[str]) -> None:
+    if problems:
+        shown = "\n".join(problems[:40]) + ("\n..." if len(problems) > 40 else "")
+        pytest.fail(f"published XDS is not valid (docs/validation.md):\n{shown}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def _published_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublishedFiles]:
+    published = PublishedFiles(tmp_path_factory.getbasetemp())
+    yield published
+    _fail_on(xds_problems(published.fresh(), published.base))  # what module fixtures left
+
+
+@pytest.fixture(autouse=True)
+def _published_xds_is_valid(
+    request: pytest.FixtureRequest, _published_files: PublishedFiles, monkeypatch
+) -> Iterator[None]:
+    """After each test, every .xml file written under the temporary folders since the last
+    test, and every document written to standard output (in this process through
+    StdoutSink, in an ``xdspub`` process as published_stdout keeps it), must be valid
+    against the shipped schema. A test that writes .xml files that are not XDS on purpose
+    names them: ``@pytest.mark.not_xds("folder/name.xml", "outside/*.xml")``, patterns
+    matched against the end of the file's path."""
+    original = StdoutSink._write
+
+    def teed(commands: Iterable[bytes]) -> None:
+        written: list[bytes] = []
+
+        def kept() -> Iterator[bytes]:
+            for command in commands:
+                written.append(command)
+                yield command
+
+        original(kept())  # the document as the sink wrote it, once it wrote it whole
+        document = io.BytesIO()
+        write_stream(document, written)
+        _STDOUT_DOCUMENTS.append((f"standard output of {request.node.nodeid}", document.getvalue()))
+
+    monkeypatch.setattr(StdoutSink, "_write", staticmethod(teed))
+    yield
+    exempt = [p for mark in request.node.iter_markers("not_xds") for p in mark.args]
+    _fail_on(xds_problems(_published_files.fresh(), _published_files.base, exempt))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 from lxml import etree
@@ -72,6 +73,7 @@ def test_gbase8s_from_a_pipe(tmp_path, spark) -> None:
     assert commands(out) == SEED_004_XDS
 
 
+@pytest.mark.not_xds("docs/00000000000000000001.xml")  # a document that is not one, on purpose
 def test_a_folder_with_documents_is_refused(tmp_path) -> None:
     """Change formats name documents by the event's place in the stream, from 1 each run."""
     stream, folder = tmp_path / "seed004.cdc", tmp_path / "docs"

@@ -28,7 +28,13 @@ import sqlalchemy as sa
 from lxml import etree
 
 from bench.peak_rss import Proc, process_tree
-from tests.conftest import LOG_COLUMNS, SampleDb, make_sample_db, unavailable
+from tests.conftest import (
+    LOG_COLUMNS,
+    SampleDb,
+    make_sample_db,
+    published_stdout,
+    unavailable,
+)
 from tests.private_servers import PrivateMariaDB, PrivatePostgres, start_private_server
 
 KINDS = ("sqlite", "postgresql", "mariadb")
@@ -286,6 +292,7 @@ class Xdspub:
             list(self.peak_sample),
             dict(self.role_peaks),
         )
+        published_stdout(run.args, run.code, run.stdout)  # checked after the test
         for own in (self._own_out, self._own_err):
             if own is not None:
                 own.unlink(missing_ok=True)
