@@ -142,6 +142,34 @@ def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, trig
     click.echo(f"xdspub: ran {', '.join(names)} on {engine.url.render_as_string()}", err=True)
 
 
+@cli.command()
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@_option("--table", "tables", multiple=True, metavar="TABLE",
+         help="A class's table or a child table (repeatable; default: every one of the schema).")
+@_option("--flavour", type=click.Choice(["field", "query-back"]), default="field",
+         show_default=True, help="Per-field events 1/2/4, or query-back 5/6/8/4.")
+@_option("--install", is_flag=True, help="Install the triggers instead of printing them.")
+def triggers(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], flavour: str,
+             install: bool) -> None:
+    """Write (or install) publication triggers for the schema's tables (docs/triggers.md)."""
+    from publisher.source.database import connect, run_scripts
+    from publisher.source.triggers import UnknownTable, trigger_script
+
+    engine, dialect = connect(db_url)
+    try:
+        script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour)
+    except UnknownTable as exc:
+        raise click.UsageError(str(exc)) from None
+    if not install:
+        click.echo(script, nl=False)
+        return
+    run_scripts(engine, dialect, [script])
+    click.echo(f"xdspub: installed {flavour} triggers on {engine.url.render_as_string()}", err=True)
+
+
 def _pairs(values: tuple[str, ...], option: str, key: Callable[[str], Any] = str,
            value: Callable[[str], Any] = str) -> dict:
     """NAME=VALUE options as a dict, each side converted (ValueError: not valid)."""
@@ -251,7 +279,8 @@ def poll(
 @cli.command()
 @click.option("--keep", type=click.Path(file_okay=False), help="Keep the demo database here.")
 def demo(keep: str | None) -> None:
-    """Walk through the documented examples (Tables 5-16 to 5-20) on SQLite."""
+    """Walk through the documented examples (Tables 5-16 to 5-20), then changes of the
+    logical class usr (child tables, references), on SQLite."""
     from publisher.demo import run_demo
 
     run_demo(keep)

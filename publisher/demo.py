@@ -1,7 +1,8 @@
-"""``xdspub demo``: the documents' examples (Tables 5-16 to 5-20), live on SQLite.
+"""``xdspub demo``: the documents' examples (Tables 5-16 to 5-20), live on SQLite, then
+changes of the logical class usr (docs/classes.md): its child tables and references.
 
-It creates the sample schema with per-field triggers, makes each documented change, and
-publishes after each one, printing the XDS the publisher sends."""
+It creates the sample schema with per-field triggers (made by ``xdspub triggers``), makes
+each change, and publishes after each one, printing the XDS the publisher sends."""
 
 from __future__ import annotations
 
@@ -46,6 +47,48 @@ STEPS: list[tuple[str, list[str]]] = [
             "INSERT INTO usr (idu, fname, lname, photo) VALUES (1, 'John', 'Doe', X'BBBB')",
             f"INSERT INTO {LOG} (table_key, event_type, table_name) VALUES ('idu=1', 5, 'usr')",
         ],
+    ),
+    # The logical class usr: the child tables usr_phone (usr_phone.phoneno) and usr_mbr_of
+    # (usr_mbr_of.idg, a reference to grp), and the reference manager.
+    (
+        "Class grp: group 7 is inserted; the triggers log a type-1 event",
+        ["INSERT INTO grp (idg, gname) VALUES (7, 'Staff')"],
+    ),
+    (
+        (
+            "Users 2 and 3 are inserted, 3 with two phone numbers, manager 2 and membership "
+            "in group 7; the child tables' triggers log type-1 events of usr_phone.phoneno "
+            "and usr_mbr_of.idg under usr"
+        ),
+        [
+            "INSERT INTO usr (idu, fname, lname) VALUES (2, 'Mary', 'Major')",
+            "INSERT INTO usr (idu, fname, lname, manager) VALUES (3, 'Joe', 'Bloggs', 2)",
+            "INSERT INTO usr_phone (idu, phoneno) VALUES (3, '555-0100'), (3, '555-0101')",
+            "INSERT INTO usr_mbr_of (idu, idg) VALUES (3, 7)",
+        ],
+    ),
+    (
+        "One of user 3's phone numbers is changed; a type-2 event, old and new value",
+        ["UPDATE usr_phone SET phoneno = '555-0199' WHERE idu = 3 AND phoneno = '555-0101'"],
+    ),
+    (
+        "Another is removed; a type-2 event whose new value is NULL",
+        ["DELETE FROM usr_phone WHERE idu = 3 AND phoneno = '555-0100'"],
+    ),
+    (
+        "User 3's manager is cleared; a type-2 event of the reference manager",
+        ["UPDATE usr SET manager = NULL WHERE idu = 3"],
+    ),
+    (
+        "User 3 leaves group 7; a type-2 event of usr_mbr_of.idg whose new value is NULL",
+        ["DELETE FROM usr_mbr_of WHERE idu = 3 AND idg = 7"],
+    ),
+    (
+        (
+            "User 3 is deleted; its last phone number goes with it (ON DELETE CASCADE) and "
+            "logs nothing more: one type-4 event"
+        ),
+        ["DELETE FROM usr WHERE idu = 3"],
     ),
 ]
 

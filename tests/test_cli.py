@@ -41,8 +41,8 @@ def logged_db(tmp_path: Path, spark) -> str:
 
     engine, _ = connect(url)
     with engine.begin() as conn:
-        conn.execute(sa.text("INSERT INTO usr VALUES (1, 'Jack', 'Frost', X'AAAA')"))
-        conn.execute(sa.text("INSERT INTO usr VALUES (2, 'Ann', NULL, NULL)"))
+        conn.execute(sa.text("INSERT INTO usr (idu, fname, lname, photo) VALUES (1, 'Jack', 'Frost', X'AAAA')"))
+        conn.execute(sa.text("INSERT INTO usr (idu, fname, lname, photo) VALUES (2, 'Ann', NULL, NULL)"))
         conn.execute(sa.text("UPDATE usr SET fname = 'John' WHERE idu = 1"))
         conn.execute(sa.text("DELETE FROM usr WHERE idu = 2"))
     engine.dispose()
@@ -138,8 +138,25 @@ def test_demo_prints_the_documented_documents(capfd, spark):
     result = run("demo")
     assert result.exit_code == 0
     documents = result.stdout.split("<?xml")[1:]
-    kinds = [etree.fromstring(("<?xml" + d.split("<!--")[0]).encode()).find("input")[0].tag for d in documents]
-    assert kinds == ["add", "modify", "modify", "delete", "modify"]
+    inputs = [etree.fromstring(("<?xml" + d.split("<!--")[0]).encode()).find("input") for d in documents]
+    kinds = [i[0].tag for i in inputs]
+    assert kinds[:5] == ["add", "modify", "modify", "delete", "modify"]  # Tables 5-16 to 5-20
+    # then the logical class: each command's kind, association and attributes
+    assert [
+        [(c.tag, c.findtext("association").split(",")[0], [a.get("attr-name") for a in c][1:]) for c in i]
+        for i in inputs[5:]
+    ] == [
+        [("add", "idg=7", ["gname"])],
+        [
+            ("add", "idu=2", ["fname", "lname"]),
+            ("add", "idu=3", ["fname", "lname", "manager", "usr_phone.phoneno", "usr_mbr_of.idg"]),
+        ],
+        [("modify", "idu=3", ["usr_phone.phoneno"])],
+        [("modify", "idu=3", ["usr_phone.phoneno"])],
+        [("modify", "idu=3", ["manager"])],
+        [("modify", "idu=3", ["usr_mbr_of.idg"])],
+        [("delete", "idu=3", [])],
+    ]
 
 
 def test_config_file_keys_are_the_option_names(logged_db, tmp_path):

@@ -40,7 +40,8 @@ class Dialect:
     # of its session and returns a true value when it did; None: a lock file beside the
     # database (SQLite).
     lock_query: str | None = None
-    # Prepares each new DBAPI connection (SQLite: the base64 function its triggers call).
+    # Prepares each new DBAPI connection (SQLite: the base64 function its triggers call, and
+    # foreign keys enforced).
     on_connect: Callable[[Any], None] | None = None
     connect_args: dict[str, Any] = field(default_factory=dict)
 
@@ -68,7 +69,7 @@ def _sqlite_first_characters(column: sa.ColumnElement, n: int) -> sa.ColumnEleme
     return sa.case((sa.func.length(column) > n, _substr(column, n)), else_=column)
 
 
-def _sqlite_base64(connection: sqlite3.Connection) -> None:
+def _sqlite_prepare(connection: sqlite3.Connection) -> None:
     # SQLite has no Base64 function; the documents require binary values Base64-encoded.
     connection.create_function(
         "base64",
@@ -76,6 +77,9 @@ def _sqlite_base64(connection: sqlite3.Connection) -> None:
         lambda blob: None if blob is None else base64.b64encode(bytes(blob)).decode("ascii"),
         deterministic=True,
     )
+    # SQLite enforces foreign keys per connection, and only when asked: ON DELETE CASCADE
+    # of the sample's child tables (docs/triggers.md) needs it.
+    connection.execute("PRAGMA foreign_keys = ON")
 
 
 SQLITE = Dialect(
@@ -93,7 +97,7 @@ SQLITE = Dialect(
     now=lambda: sa.literal_column("'now'"),
     first_characters=_sqlite_first_characters,
     run_script=lambda connection, script: connection.executescript(script),
-    on_connect=_sqlite_base64,
+    on_connect=_sqlite_prepare,
 )
 
 def _run_each_result(connection: Any, script: str) -> None:

@@ -1,6 +1,7 @@
-"""``xdspub init-db``: the event log, and with ``sample`` the documents' sample schema and
-its triggers, from the scripts under sql/<dialect>/. Every statement is IF NOT EXISTS, so
-running it again creates what is missing and keeps what exists."""
+"""``xdspub init-db``: the event log, and with ``sample`` the documents' sample schema, from
+the scripts under sql/<dialect>/, and its triggers, made by ``xdspub triggers``
+(triggers.py). Every table statement is IF NOT EXISTS and every trigger is replaced, so
+running it again creates what is missing and keeps the data."""
 
 from __future__ import annotations
 
@@ -10,19 +11,21 @@ import sqlalchemy as sa
 
 from publisher.source.database import run_scripts
 from publisher.source.dialects import Dialect
+from publisher.source.triggers import trigger_script
+
+# The sample's tables, which get the sample triggers (not view_usr: a view takes none).
+SAMPLE_TABLES = ("usr", "grp", "usr_phone", "usr_mbr_of")
 
 
 def init_db(
     engine: sa.Engine, dialect: Dialect, schema: str, log_table: str, sample: bool, flavour: str
 ) -> list[str]:
-    """Run the scripts; returns their names."""
+    """Run the scripts, then (with ``sample``, unless ``flavour`` is none) install the
+    sample's triggers; returns what ran."""
     folder = resources.files("sql") / dialect.sql_dir
-    names = ["event_log"]
-    if sample:
-        names.append("sample")
-        if flavour != "none":
-            names += [f"triggers_{flavour.replace('-', '_')}", "triggers_common"]
-    substitutions = {"{{schema}}": schema, "{{log_table}}": log_table.rsplit(".", 1)[-1]}
+    names = ["event_log"] + (["sample"] if sample else [])
+    log_name = log_table.rsplit(".", 1)[-1]  # init-db makes the event log in Schema Name
+    substitutions = {"{{schema}}": schema, "{{log_table}}": log_name}
     scripts = []
     for name in names:
         text = (folder / f"{name}.sql").read_text(encoding="utf-8")
@@ -30,4 +33,8 @@ def init_db(
             text = text.replace(placeholder, value)
         scripts.append(text)
     run_scripts(engine, dialect, scripts)
+    if sample and flavour != "none":
+        triggers = trigger_script(engine, dialect, schema, log_name, SAMPLE_TABLES, flavour)
+        run_scripts(engine, dialect, [triggers])
+        names.append(f"{flavour} triggers")
     return names

@@ -1,9 +1,33 @@
--- The documents' sample schema: table usr and view view_usr (keyed by its pk_ column).
+-- The documents' sample schema: table usr and view view_usr (keyed by its pk_ column), and
+-- the logical class usr (docs/classes.md): usr.manager a reference to another usr, the
+-- child tables usr_phone (multi-valued usr_phone.phoneno) and usr_mbr_of (multi-valued
+-- reference usr_mbr_of.idg to class grp). Their triggers: `xdspub triggers`. InnoDB
+-- indexes each foreign key itself.
 CREATE TABLE IF NOT EXISTS {{schema}}.usr (
-    idu   INTEGER NOT NULL PRIMARY KEY,
-    fname VARCHAR(64),
-    lname CHAR(64),
-    photo BLOB
+    idu     INTEGER NOT NULL PRIMARY KEY,
+    fname   VARCHAR(64),
+    lname   CHAR(64),
+    photo   BLOB,
+    manager INTEGER,
+    FOREIGN KEY (manager) REFERENCES {{schema}}.usr (idu)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+CREATE TABLE IF NOT EXISTS {{schema}}.grp (
+    idg   INTEGER NOT NULL PRIMARY KEY,
+    gname VARCHAR(64)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+CREATE TABLE IF NOT EXISTS {{schema}}.usr_phone (
+    idu     INTEGER NOT NULL,
+    phoneno VARCHAR(32) NOT NULL,
+    FOREIGN KEY (idu) REFERENCES {{schema}}.usr (idu) ON DELETE CASCADE
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+CREATE TABLE IF NOT EXISTS {{schema}}.usr_mbr_of (
+    idu INTEGER NOT NULL,
+    idg INTEGER NOT NULL,
+    FOREIGN KEY (idu) REFERENCES {{schema}}.usr (idu) ON DELETE CASCADE,
+    FOREIGN KEY (idg) REFERENCES {{schema}}.grp (idg) ON DELETE CASCADE
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 
 CREATE OR REPLACE VIEW {{schema}}.view_usr AS

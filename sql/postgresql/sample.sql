@@ -1,10 +1,36 @@
--- The documents' sample schema: table usr and view view_usr (keyed by its pk_ column).
+-- The documents' sample schema: table usr and view view_usr (keyed by its pk_ column), and
+-- the logical class usr (docs/classes.md): usr.manager a reference to another usr, the
+-- child tables usr_phone (multi-valued usr_phone.phoneno) and usr_mbr_of (multi-valued
+-- reference usr_mbr_of.idg to class grp). Their triggers: `xdspub triggers`.
 CREATE TABLE IF NOT EXISTS {{schema}}.usr (
-    idu   INTEGER NOT NULL PRIMARY KEY,
-    fname VARCHAR(64),
-    lname CHAR(64),
-    photo BYTEA
+    idu     INTEGER NOT NULL PRIMARY KEY,
+    fname   VARCHAR(64),
+    lname   CHAR(64),
+    photo   BYTEA,
+    manager INTEGER,
+    FOREIGN KEY (manager) REFERENCES {{schema}}.usr (idu)
 );
+
+CREATE TABLE IF NOT EXISTS {{schema}}.grp (
+    idg   INTEGER NOT NULL PRIMARY KEY,
+    gname VARCHAR(64)
+);
+
+CREATE TABLE IF NOT EXISTS {{schema}}.usr_phone (
+    idu     INTEGER NOT NULL,
+    phoneno VARCHAR(32) NOT NULL,
+    FOREIGN KEY (idu) REFERENCES {{schema}}.usr (idu) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS usr_phone_idu ON {{schema}}.usr_phone (idu);
+
+CREATE TABLE IF NOT EXISTS {{schema}}.usr_mbr_of (
+    idu INTEGER NOT NULL,
+    idg INTEGER NOT NULL,
+    FOREIGN KEY (idu) REFERENCES {{schema}}.usr (idu) ON DELETE CASCADE,
+    FOREIGN KEY (idg) REFERENCES {{schema}}.grp (idg) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS usr_mbr_of_idu ON {{schema}}.usr_mbr_of (idu);
+CREATE INDEX IF NOT EXISTS usr_mbr_of_idg ON {{schema}}.usr_mbr_of (idg);
 
 CREATE OR REPLACE VIEW {{schema}}.view_usr AS
     SELECT idu AS pk_empno, fname, lname FROM {{schema}}.usr;

@@ -1,0 +1,418 @@
+"""``xdspub triggers`` (docs/triggers.md): publication triggers for the classes of any
+schema, made from the reflected catalogue (docs/classes.md), so that the event log gets the
+rows the publisher reads: table_name the class, table_key the object's key in the grammar
+of docs/table-key.md, already canonical, and column_name the attribute.
+
+Two flavours: ``field`` logs values (types 1, 2, 4; a key change 4 then 5), ``query-back``
+asks the publisher to read them (types 5, 6, 4, and 8 for a child table's attributes).
+
+One trigger per table and operation, each one INSERT ... SELECT of its event rows joined by
+UNION ALL, every row under its own condition, so that the rows of one change are written in
+order by one statement on every database. What differs between databases is data: a
+TriggerSql of SQL fragments, and the trigger skeleton sql/<database>/trigger.sql."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import sqlalchemy as sa
+
+from grammar import TableKeyError, parse_table_key
+from publisher.errors import ConfigError
+from publisher.model import value_text
+from publisher.model.catalogue import Catalogue, Column, MultiValued, Table
+from publisher.settings import Settings
+from publisher.source.dialects import Dialect
+from publisher.source.event_log import EventLog, open_event_log
+from publisher.source.schema import reflect_catalogue
+
+FLAVOURS = ("field", "query-back")
+# The event log columns a trigger writes, by their default names (docs/event-log.md).
+_WRITTEN = ("table_key", "event_type", "perpetrator", "table_name", "column_name", "old_value", "new_value")
+
+
+@dataclass(frozen=True)
+class TriggerSql:
+    """The SQL of the triggers that differs between databases. In a fragment, ``{0}`` and
+    ``{1}`` stand for SQL expressions."""
+
+    sql_dir: str  # the skeleton is sql/<sql_dir>/trigger.sql
+    concat: tuple[str, str, str]  # what goes before, between and after concatenated parts
+    text: str  # a value as text, as query-back reads it (CAST AS TEXT)
+    base64: str  # a binary value as Base64 on one line
+    rtrim: str  # a CHAR key value without its pad spaces
+    distinct: str  # {0} and {1} differ, a NULL differing from any value
+    same: str  # the opposite
+    special: str  # {0} holds a character the table_key grammar reserves
+    blank_ends: str  # {0} starts or ends with a blank (space, tab, CR, LF)
+    escape: str  # {0} with \ written \\ and " written \"
+    perpetrator: str  # the database user making the change
+    from_dual: str  # what a SELECT that has a WHERE and no table needs
+    literal_escapes: tuple[tuple[str, str], ...]  # characters escaped in a string literal
+    drop: str  # removes trigger {name} (schema-qualified: {qualified}) of {table}
+
+    def join(self, *parts: str) -> str:
+        before, between, after = self.concat
+        return before + between.join(parts) + after
+
+    def literal(self, text: str) -> str:
+        for character, escaped in self.literal_escapes:
+            text = text.replace(character, escaped)
+        return f"'{text}'"
+
+    def quoted(self, text: str) -> str:
+        """A key value's text as the grammar writes it: in double quotes, escaped, when it
+        is empty, holds a special character or starts or ends with a blank; else as is."""
+        needs = f"{text} = '' OR {self.special.format(text)} OR {self.blank_ends.format(text)}"
+        quoted = self.join("'\"'", self.escape.format(text), "'\"'")
+        return f"CASE WHEN {needs}\n            THEN {quoted} ELSE {text} END"
+
+
+SQLITE = TriggerSql(
+    sql_dir="sqlite",
+    concat=("", " || ", ""),
+    text="CAST({0} AS TEXT)",
+    base64="base64({0})",  # registered on each xdspub connection (dialects.py)
+    rtrim="rtrim({0})",
+    distinct="{0} IS NOT {1}",
+    same="{0} IS {1}",
+    special="{0} GLOB '*[,;''+\"=\\<>]*'",
+    blank_ends="length(trim({0}, char(32, 9, 10, 13))) <> length({0})",
+    escape="replace(replace({0}, '\\', '\\\\'), '\"', '\\\"')",
+    perpetrator="NULL",  # SQLite has no users
+    from_dual="",
+    literal_escapes=(("'", "''"),),
+    drop="DROP TRIGGER IF EXISTS {name};",
+)
+
+POSTGRESQL = TriggerSql(
+    sql_dir="postgresql",
+    concat=("", " || ", ""),
+    text="CAST({0} AS TEXT)",
+    base64="translate(encode({0}, 'base64'), E'\\n', '')",
+    rtrim="rtrim({0})",
+    distinct="{0} IS DISTINCT FROM {1}",
+    same="{0} IS NOT DISTINCT FROM {1}",
+    special="{0} ~ '[,;''+\"=\\\\<>]'",
+    blank_ends="{0} ~ '^[ \\t\\r\\n]|[ \\t\\r\\n]$'",
+    escape="replace(replace({0}, '\\', '\\\\'), '\"', '\\\"')",
+    perpetrator="session_user",
+    from_dual="",
+    literal_escapes=(("'", "''"),),
+    drop="DROP TRIGGER IF EXISTS {name} ON {table};\nDROP FUNCTION IF EXISTS {qualified}();",
+)
+
+MARIADB = TriggerSql(
+    sql_dir="mariadb",
+    concat=("CONCAT(", ", ", ")"),
+    text="CAST({0} AS CHAR CHARACTER SET utf8mb4)",
+    base64="REPLACE(TO_BASE64({0}), '\\n', '')",
+    rtrim="RTRIM({0})",
+    # BINARY: a change of case or of trailing spaces is a change, whatever the collation.
+    distinct="NOT (BINARY {0} <=> BINARY {1})",
+    same="BINARY {0} <=> BINARY {1}",
+    special="{0} REGEXP '[,;''+\"=<>\\\\\\\\]'",
+    blank_ends="{0} REGEXP '^[ \\t\\r\\n]|[ \\t\\r\\n]$'",
+    escape="REPLACE(REPLACE({0}, '\\\\', '\\\\\\\\'), '\"', '\\\\\"')",
+    perpetrator="SUBSTRING_INDEX(USER(), '@', 1)",
+    from_dual=" FROM DUAL",
+    literal_escapes=(("\\", "\\\\"), ("'", "''")),
+    drop="DROP TRIGGER IF EXISTS {qualified};",
+)
+
+TRIGGER_SQL = {t.sql_dir: t for t in (SQLITE, POSTGRESQL, MARIADB)}
+
+
+class UnknownTable(ConfigError):
+    """A table named for triggers that is neither a class nor a child table."""
+
+
+@dataclass(frozen=True)
+class _Event:
+    """One event row a trigger may log: the object's key from the OLD or the NEW row."""
+
+    side: str  # OLD or NEW
+    event_type: int
+    column_name: str | None = None
+    old_value: str | None = None  # SQL expressions
+    new_value: str | None = None
+    when: tuple[str, ...] = ()  # conditions, all of which must hold
+
+
+@dataclass(frozen=True)
+class _Trigger:
+    table: str  # the table it is on
+    operation: str  # INSERT, UPDATE or DELETE
+    comment: str
+    events: tuple[_Event, ...]
+    owner: Table  # the class whose objects the events are about
+    link: tuple[str, ...] | None = None  # a child table's columns holding the owner's key
+
+
+def trigger_script(
+    engine: sa.Engine,
+    dialect: Dialect,
+    schema: str,
+    log_table: str,
+    tables: Sequence[str] | None,
+    flavour: str,
+) -> str:
+    """The DDL of the publication triggers of ``tables`` (None: every table that is a class
+    or a child table), in ``flavour``."""
+    if flavour not in FLAVOURS:
+        raise ConfigError(f"unknown trigger flavour {flavour!r} (field or query-back)")
+    catalogue = reflect_catalogue(engine, dialect, schema, log_table)
+    log = open_event_log(engine, dialect, Settings(None, schema=schema, log_table=log_table))
+    db_schema = schema if dialect.has_schemas else None
+    views = set(sa.inspect(engine).get_view_names(schema=db_schema))
+    writer = _Writer(engine, dialect, catalogue, db_schema, log, flavour)
+    names = _chosen(catalogue, views, tables)
+    header = (
+        f"-- Publication triggers ({flavour} flavour) written by `xdspub triggers` "
+        f"(docs/triggers.md).\n-- Event log: {writer.log_table}.\n"
+    )
+    scripts = [header]
+    for name in names:
+        scripts += [writer.ddl(trigger) for trigger in writer.triggers(name)]
+    return "\n".join(scripts)
+
+
+def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None) -> list[str]:
+    """The tables to give triggers: those named (each a keyed class table or a child table),
+    or every one of them."""
+    keyed = [n for n, t in catalogue.tables.items() if n not in views and t.key_columns]
+    every = keyed + list(catalogue.child_tables)
+    if tables is None:
+        return every
+    for name in tables:
+        if name in views:
+            raise UnknownTable(f"--table {name}: a view takes no triggers; give its tables")
+        if name in catalogue.tables and not catalogue.tables[name].key_columns:
+            raise UnknownTable(
+                f"--table {name}: the table has no key (no primary key, no pk_ column), so "
+                "its rows cannot be published"
+            )
+        if name not in every:
+            raise UnknownTable(
+                f"--table {name}: no class or child table of that name in schema "
+                f"{catalogue.schema} (there are: {', '.join(every) or 'none'})"
+            )
+    return list(dict.fromkeys(tables))
+
+
+class _Writer:
+    """The triggers of one schema, flavour and database."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        dialect: Dialect,
+        catalogue: Catalogue,
+        db_schema: str | None,
+        log: EventLog,
+        flavour: str,
+    ) -> None:
+        self.sql = TRIGGER_SQL[dialect.sql_dir]
+        self.skeleton = (resources.files("sql") / dialect.sql_dir / "trigger.sql").read_text("utf-8")
+        self.quote = engine.dialect.identifier_preparer.quote
+        self.catalogue, self.db_schema, self.flavour = catalogue, db_schema, flavour
+        log_schema = log.table.schema if dialect.has_schemas else None
+        self.log_table = self.qualified(log.table.name, log_schema)
+        self.log_columns = ", ".join(self.quote(log.by_role[c]) for c in _WRITTEN)
+
+    def qualified(self, name: str, schema: str | None = None) -> str:
+        schema = schema if schema is not None else self.db_schema
+        return f"{self.quote(schema)}.{self.quote(name)}" if schema else self.quote(name)
+
+    # -- the events of each operation
+
+    def triggers(self, name: str) -> list[_Trigger]:
+        parent = self.catalogue.child_tables.get(name)
+        if parent is None:
+            return self._parent(self.catalogue.tables[name])
+        table = self.catalogue.tables[parent]
+        return self._child(name, table, [m for m in table.multi_valued if m.child_table == name])
+
+    def _parent(self, table: Table) -> list[_Trigger]:
+        values = [c for c in table.columns if c.name not in table.key_columns]
+        pairs = [(k, k) for k in table.key_columns]
+        moved = (self._moved(pairs),)
+        rekey = (_Event("OLD", 4, when=moved), _Event("NEW", 5, when=moved))
+        if self.flavour == "field":
+            inserted = tuple(
+                _Event("NEW", 1, c.name, None, self._value(c, "NEW"), (self._not_null(c),))
+                for c in values
+            )
+            updated = rekey + tuple(
+                _Event("NEW", 2, c.name, self._value(c, "OLD"), self._value(c, "NEW"),
+                       (self._kept(pairs), self._changed(c)))
+                for c in values
+            )
+            said = ("type 1 for each non-NULL column", "type 2 for each changed column; a new key: 4, then 5")
+        else:
+            inserted = (_Event("NEW", 5),)
+            updated = rekey + (_Event("NEW", 6, when=(self._kept(pairs),)),)
+            said = ("type 5", "type 6; a new key: 4, then 5")
+        return [
+            _Trigger(table.name, "INSERT", f"{table.name}, inserted rows: {said[0]}", inserted, table),
+            _Trigger(table.name, "UPDATE", f"{table.name}, updated rows: {said[1]}", updated, table),
+            _Trigger(table.name, "DELETE", f"{table.name}, deleted rows: type 4", (_Event("OLD", 4),), table),
+        ]
+
+    def _child(self, name: str, parent: Table, attributes: list[MultiValued]) -> list[_Trigger]:
+        """A child table's rows are values of its parent's attributes ``child.column``."""
+        link = attributes[0].link if attributes else ()
+        pairs = list(zip(parent.key_columns, link))
+        old_parent, new_parent = (self._parent_exists(parent, pairs, side) for side in ("OLD", "NEW"))
+        moved, kept = self._moved(pairs), self._kept(pairs)
+
+        def each(side: str, event_type: int, *when: str, old: bool = False, new: bool = False,
+                 changed: bool = False) -> tuple[_Event, ...]:
+            """One event per attribute: with its old and new values as asked, logged when
+            ``when`` holds (and, with ``changed``, its value changed)."""
+            return tuple(
+                _Event(
+                    side, event_type, m.name,
+                    self._value(m.column, "OLD") if old else None,
+                    self._value(m.column, "NEW") if new else None,
+                    (*when, self._changed(m.column)) if changed else when,
+                )
+                for m in attributes
+            )
+
+        if self.flavour == "field":
+            inserted = each("NEW", 1, new_parent, new=True)
+            deleted = each("OLD", 2, old_parent, old=True)
+            updated = (
+                each("OLD", 2, kept, old_parent, old=True, new=True, changed=True)
+                + each("OLD", 2, moved, old_parent, old=True)
+                + each("NEW", 1, moved, new_parent, new=True)
+            )
+            said = ("type 1", "type 2 old -> new; to another parent: type 2 old -> NULL, then type 1",
+                    "type 2 old -> NULL")
+        else:
+            inserted = each("NEW", 8, new_parent)
+            deleted = each("OLD", 8, old_parent)
+            updated = (
+                each("OLD", 8, kept, old_parent, changed=True)
+                + each("OLD", 8, moved, old_parent)
+                + each("NEW", 8, moved, new_parent)
+            )
+            said = ("type 8", "type 8 for each parent", "type 8")
+        whose = f"{name}, values of {parent.name}'s attributes, logged while their {parent.name} row exists"
+        return [
+            _Trigger(name, "INSERT", f"{whose}; inserted rows: {said[0]}", inserted, parent, link),
+            _Trigger(name, "UPDATE", f"{whose}; updated rows: {said[1]}", updated, parent, link),
+            _Trigger(name, "DELETE", f"{whose}; deleted rows: {said[2]}", deleted, parent, link),
+        ]
+
+    def _moved(self, pairs: Sequence[tuple[str, str]]) -> str:
+        """The row's key (a child's link) changed."""
+        moved = [self.sql.distinct.format(self._col("OLD", c), self._col("NEW", c)) for _, c in pairs]
+        return moved[0] if len(moved) == 1 else f"({' OR '.join(moved)})"
+
+    def _kept(self, pairs: Sequence[tuple[str, str]]) -> str:
+        return " AND ".join(self.sql.same.format(self._col("OLD", c), self._col("NEW", c)) for _, c in pairs)
+
+    def _not_null(self, column: Column) -> str:
+        return f"{self._col('NEW', column.name)} IS NOT NULL"
+
+    def _changed(self, column: Column) -> str:
+        """The column's logged value changed."""
+        return self.sql.distinct.format(self._value(column, "OLD"), self._value(column, "NEW"))
+
+    def _parent_exists(self, parent: Table, pairs: Sequence[tuple[str, str]], side: str) -> str:
+        match = " AND ".join(f"p.{self.quote(k)} = {self._col(side, c)}" for k, c in pairs)
+        return f"EXISTS (SELECT 1 FROM {self.qualified(parent.name)} AS p WHERE {match})"
+
+    # -- SQL expressions
+
+    def _col(self, side: str, name: str) -> str:
+        return f"{side}.{self.quote(name)}"
+
+    def _value(self, column: Column, side: str) -> str:
+        """A column's value as the event log holds it: binary in Base64, the rest as text
+        (a reference: the referenced key's value)."""
+        if column.xds_type == value_text.OCTET:
+            return self.sql.base64.format(self._col(side, column.name))
+        return self.sql.text.format(self._col(side, column.name))
+
+    def _key(self, table: Table, side: str, link: Sequence[str] | None = None) -> str:
+        """The table_key of ``table``'s object, canonical: ``col=value`` pairs in its key
+        order joined by ``+``, read from the ``link`` columns of a child row."""
+        parts = []
+        for i, (key, source) in enumerate(zip(table.key_columns, link or table.key_columns)):
+            _check_key_name(table.name, key)
+            column = table.column(key)
+            parts.append(self.sql.literal(("+" if i else "") + key + "="))
+            expression = self._col(side, source)
+            if column.xds_type == value_text.INT:
+                parts.append(expression)  # a concatenation writes an integer plain
+                continue
+            text = (
+                self.sql.base64.format(expression)
+                if column.xds_type == value_text.OCTET
+                else self.sql.text.format(expression)
+            )
+            parts.append(self.sql.quoted(self.sql.rtrim.format(text) if column.is_char else text))
+        return self.sql.join(*parts)
+
+    # -- DDL
+
+    def ddl(self, trigger: _Trigger) -> str:
+        name = f"{trigger.table}_log_{trigger.operation.lower()}"
+        fields = {
+            "name": self.quote(name),
+            "qualified": self.qualified(name),
+            "table": self.qualified(trigger.table),
+        }
+        if not trigger.events:
+            return f"-- {trigger.comment}; no column to log, so no trigger\n" + self.sql.drop.format(**fields) + "\n"
+        text = self.skeleton
+        for placeholder, value in {
+            **fields,
+            "event": trigger.operation,
+            "comment": trigger.comment,
+            "statement": self._statement(trigger),
+        }.items():
+            text = text.replace("{{" + placeholder + "}}", value)
+        return text
+
+    def _statement(self, trigger: _Trigger) -> str:
+        keys = {side: self._key(trigger.owner, side, trigger.link) for side in ("OLD", "NEW")}
+        rows = []
+        for event in trigger.events:
+            values = ", ".join(
+                [
+                    keys[event.side],
+                    str(event.event_type),
+                    self.sql.perpetrator,
+                    self.sql.literal(trigger.owner.name),
+                    self.sql.literal(event.column_name) if event.column_name else "NULL",
+                    event.old_value or "NULL",
+                    event.new_value or "NULL",
+                ]
+            )
+            where = ""
+            if event.when:
+                where = f"{self.sql.from_dual}\n        WHERE " + "\n        AND ".join(event.when)
+            rows.append(f"    SELECT {values}{where}")
+        return (
+            f"    INSERT INTO {self.log_table}\n        ({self.log_columns})\n"
+            + "\n    UNION ALL\n".join(rows)
+        )
+
+
+def _check_key_name(table: str, column: str) -> None:
+    """A key column's name must be one the table_key grammar can write."""
+    try:
+        if parse_table_key(f"{column}=0") == [(column, "0")]:
+            return
+    except TableKeyError:
+        pass
+    raise ConfigError(
+        f"table {table}: key column {column!r} cannot be written in a table_key "
+        "(its name holds a blank or one of , ; ' + \" = \\ < >)"
+    )
