@@ -11,8 +11,10 @@ It makes the backlog with bench/backlog.py in a schema of its own, then measures
 2. `xdspub export` to a directory: Spark start and cycle apart (from its timing line),
    wall clock, peak RSS of the process tree;
 3. the row publisher the same way, after the statuses are set back to 'N';
-then checks that both wrote the same files, byte for byte, and the same statuses, and
-prints a table. The schema and the work folder are removed at the end unless --keep."""
+then checks that both wrote the same files, byte for byte, and the same statuses;
+4. `xdspub export` again on a backlog with --child-share of its rows (default a fifth) on
+   the multi-valued attribute usr_phone.phoneno, against the flat backlog's cycle;
+and prints a table. The schema and the work folder are removed at the end unless --keep."""
 
 from __future__ import annotations
 
@@ -115,6 +117,18 @@ def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
     return wall, peak, stderr
 
 
+def export(args: argparse.Namespace, schema: str, log: str, out: Path) -> tuple[float, float, float, int]:
+    """`xdspub export` of the backlog to ``out``: cycle and Spark start (from its timing
+    line), wall seconds and peak KiB."""
+    wall, peak, stderr = run("xdspub export", [
+        sys.executable, "-m", "publisher", "export", "--db", args.url, "--schema", schema,
+        "--log-table", log, "--out", str(out), "--batch-size", str(args.batch_size)], out)
+    timing = TIMING.search(stderr)
+    if timing is None:
+        sys.exit(f"no timing line in the export's standard error:\n{stderr[-2000:]}")
+    return float(timing[2]), float(timing[1]), wall, peak
+
+
 def statuses(conn: psycopg.Connection, log: str) -> list[tuple[int, str]]:
     return conn.execute(f"SELECT record_id, status FROM {log} ORDER BY record_id").fetchall()
 
@@ -138,6 +152,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--schema", default="bench_scale")
     parser.add_argument("--skip-row-publisher", action="store_true")
+    parser.add_argument("--child-share", type=float, default=0.2,
+                        help="then the export again on a backlog with this share of its rows "
+                             "on the child table usr_phone (0: not)")
     parser.add_argument("--keep", action="store_true", help="keep the schema and the output")
     args = parser.parse_args()
 
@@ -166,14 +183,7 @@ def main() -> None:
 
         print("xdspub export:")
         export_out = work / "export"
-        wall, peak, stderr = run("xdspub export", [
-            sys.executable, "-m", "publisher", "export", "--db", args.url, "--schema", schema,
-            "--log-table", log, "--out", str(export_out), "--batch-size", str(args.batch_size)],
-            work / "export")
-        timing = TIMING.search(stderr)
-        if timing is None:
-            sys.exit(f"no timing line in the export's standard error:\n{stderr[-2000:]}")
-        start, cycle = float(timing[1]), float(timing[2])
+        cycle, start, wall, peak = export(args, schema, log, export_out)
         results = {"export": (cycle, start, wall, peak)}
         export_statuses = statuses(conn, log)
         conn.execute(f"UPDATE {log} SET status = 'N'")  # the backlog as before: all pending
@@ -195,15 +205,23 @@ def main() -> None:
                 sys.exit(1)
             print("same output: yes")
 
+        if args.child_share:
+            backlog.load(args.url, schema, rows, args.objects, args.seed, args.child_share)
+            print(f"xdspub export, {args.child_share:.0%} of the rows on usr_phone.phoneno:")
+            results["export, children"] = export(args, schema, log, work / "children")
+
         heads = ("rows", "cycle s", "Spark s", "wall s", "events/s", "peak MiB")
-        print("\n" + f"{'':<14}" + "".join(f"{h:>10}" for h in heads))
+        print("\n" + f"{'':<18}" + "".join(f"{h:>10}" for h in heads))
         for name, (cycle, start, wall, peak) in results.items():
             spark = "-" if start is None else f"{start:.2f}"
-            print(f"{name:<14}{rows:>10}{cycle:>10.2f}{spark:>10}{wall:>10.2f}"
+            print(f"{name:<18}{rows:>10}{cycle:>10.2f}{spark:>10}{wall:>10.2f}"
                   f"{rows / cycle:>10,.0f}{peak / 1024:>10.0f}")
-        if len(results) == 2:
-            (c1, _, _, p1), (c2, _, _, p2) = results.values()
+        if "row publisher" in results:
+            (c1, _, _, p1), (c2, _, _, p2) = results["export"], results["row publisher"]
             print(f"export / row publisher: events/s x{c2 / c1:.2f}, peak memory x{p1 / p2:.2f}")
+        if "export, children" in results:
+            ratio = results["export, children"][0] / results["export"][0]
+            print(f"export cycle with child rows / flat: {ratio:.2f}")
     finally:
         if not args.keep:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

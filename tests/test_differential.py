@@ -3,8 +3,9 @@ row-at-a-time publisher, on the same backlog. Documents must be equal byte for b
 statuses and exit codes equal too.
 
 The backlog is bench/backlog.py's (random events of all eight types over a few hundred
-objects) plus a handful of rows for the other statuses: W (non-canonical keys), E (bad
-rows, unpublishable current values), loopback, vanished rows, the view. Both publishers
+objects, a fifth of them on the child table usr_phone) plus a handful of rows for the other
+statuses: W (non-canonical keys), E (bad rows, unpublishable current values), loopback,
+vanished rows, the view, and references and memberships of the logical class. Both publishers
 run on the same database: after the first, the statuses are set back to 'N', which makes
 it an identical copy (publishers change nothing else), and keeps the schema= of the
 associations the same, so the documents can be compared as bytes."""
@@ -45,6 +46,12 @@ EXTRA = [  # table_key, event_type, table_name, column_name, old_value, new_valu
     ("pk_empno=3", 6, "view_usr"), ("pk_empno= 4", 2, "view_usr", "fname", "o", "n"),
     ("idu=12", 1, "usr", "fname", None, "mine", LOOPBACK),
     ("idu=12", 4, "usr", None, None, None, "someone"),
+    # Logical classes: references, a multi-valued reference, query-back of child tables.
+    ("idu=13", 2, "usr", "manager", "2", "3"), ("idu=13", 1, "usr", "usr_mbr_of.idg", None, "7"),
+    ("idu=14", 8, "usr", "usr_mbr_of.idg"), ("idu=15", 2, "usr", "manager", "14", None),
+    ("idu=15", 8, "usr", "manager"), ("idu=16", 1, "usr_mbr_of", "idg", None, "8"),
+    ("idu=14", 1, "usr", "grp.gname", None, "x"), ("idu=14+", 1, "usr_phone", "phoneno", None, "x"),
+    ("idu=14", 1, "usr", "manager", None, "boss"),
 ]
 
 
@@ -53,7 +60,7 @@ def _load_backlog(url: str, schema: str) -> str:
     spec = importlib.util.spec_from_file_location("backlog", BENCH / "backlog.py")
     backlog = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(backlog)
-    backlog.load(url, schema, rows=3000, objects=300, seed=11)
+    backlog.load(url, schema, rows=3000, objects=300, seed=11, child_share=0.2)
     engine = sa.create_engine(url)
     prefix = "" if engine.dialect.name == "sqlite" else f"{schema}."
     names = backlog.EVENT_COLUMNS + ("perpetrator",)
@@ -63,6 +70,8 @@ def _load_backlog(url: str, schema: str) -> str:
     )
     with engine.begin() as conn:
         conn.execute(sa.text(f"UPDATE {prefix}usr SET fname = 'bad\x01' WHERE idu IN (10, 11)"))
+        conn.execute(sa.text(f"INSERT INTO {prefix}grp (idg, gname) VALUES (7, 'staff'), (8, 'admins')"))
+        conn.execute(sa.text(f"INSERT INTO {prefix}usr_mbr_of (idu, idg) VALUES (14, 8), (14, 7), (6, 7)"))
         for row in EXTRA:
             values = dict(zip(names, row + (None,) * (len(names) - len(row))))
             if values["perpetrator"] == LOOPBACK:
