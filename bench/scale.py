@@ -9,7 +9,8 @@ It makes the backlog with bench/backlog.py in a schema of its own, then measures
    200,000, reported per second); the bulk status update by ranges of 10,000 record_ids,
    rolled back;
 2. `xdspub export` to a directory: Spark start and cycle apart (from its timing line),
-   wall clock, peak RSS of the process tree;
+   wall clock, peak RSS of the process tree, and the cycle against the ceiling of its own
+   commands (COPY + lxml for as many commands spread over the cores + UPDATE);
 3. the row publisher the same way, after the statuses are set back to 'N';
 then checks that both wrote the same files, byte for byte, and the same statuses;
 4. `xdspub export` again on a backlog with --child-share of its rows (default a fifth) on
@@ -20,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -39,6 +42,21 @@ BENCH = Path(__file__).resolve().parent
 RENDER_MAX = 200_000
 RANGE = 10_000
 TIMING = re.compile(r"xdspub: Spark start ([0-9.]+) s, cycle ([0-9.]+) s")
+SUMMARY = re.compile(r"xdspub: [0-9]+ rows read, ([0-9]+) commands")
+
+
+@dataclass
+class Ceiling:
+    """This run's ceilings: COPY and status UPDATE seconds, lxml commands a second a core."""
+
+    copy: float = 0.0
+    render: float = 1.0
+    update: float = 0.0
+
+    def of(self, commands: int, cores: int) -> tuple[float, float]:
+        """(lxml seconds for ``commands`` spread over ``cores``, the whole ceiling)."""
+        render = commands / self.render / cores
+        return render, self.copy + render + self.update
 COLUMNS = (
     "record_id, table_key, status, event_type, event_time, perpetrator, "
     "table_name, column_name, old_value, new_value"
@@ -117,16 +135,24 @@ def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
     return wall, peak, stderr
 
 
-def export(args: argparse.Namespace, schema: str, log: str, out: Path) -> tuple[float, float, float, int]:
+def export(
+    args: argparse.Namespace, schema: str, log: str, out: Path, ceiling: Ceiling
+) -> tuple[float, float, float, int]:
     """`xdspub export` of the backlog to ``out``: cycle and Spark start (from its timing
-    line), wall seconds and peak KiB."""
+    line), wall seconds and peak KiB; its cycle against the ceiling of the same commands."""
     wall, peak, stderr = run("xdspub export", [
         sys.executable, "-m", "publisher", "export", "--db", args.url, "--schema", schema,
         "--log-table", log, "--out", str(out), "--batch-size", str(args.batch_size)], out)
-    timing = TIMING.search(stderr)
-    if timing is None:
-        sys.exit(f"no timing line in the export's standard error:\n{stderr[-2000:]}")
-    return float(timing[2]), float(timing[1]), wall, peak
+    timing, summary = TIMING.search(stderr), SUMMARY.search(stderr)
+    if timing is None or summary is None:
+        sys.exit(f"no summary or timing line in the export's standard error:\n{stderr[-2000:]}")
+    cycle, commands = float(timing[2]), int(summary[1])
+    cores = os.cpu_count() or 1
+    render, whole = ceiling.of(commands, cores)
+    print(f"  ceiling: COPY {ceiling.copy:.2f} s + lxml for {commands} commands on {cores} "
+          f"cores {render:.2f} s + UPDATE {ceiling.update:.2f} s = {whole:.2f} s; "
+          f"cycle / ceiling: {cycle / whole:.2f}")
+    return cycle, float(timing[1]), wall, peak
 
 
 def statuses(conn: psycopg.Connection, log: str) -> list[tuple[int, str]]:
@@ -171,19 +197,22 @@ def main() -> None:
 
         print("ceilings of this machine:")
         seconds, size = copy_ceiling(conn, log)
+        ceiling = Ceiling(copy=seconds)
         # every row of the fresh backlog is pending: rows/s counts them all
         print(f"  COPY read: {seconds:.2f} s, {size / 1e6:.1f} MB, {rows / seconds:,.0f} rows/s")
         count = min(rows, RENDER_MAX)
         seconds = render_ceiling(count, schema)
+        ceiling.render = count / seconds
         print(f"  lxml render: {count} commands in {seconds:.2f} s, "
               f"{count / seconds:,.0f} commands/s")
         seconds, updated = update_ceiling(conn, log)
+        ceiling.update = seconds
         print(f"  status update by ranges of {RANGE}: {updated} rows in {seconds:.2f} s, "
               f"{updated / seconds:,.0f} rows/s")
 
         print("xdspub export:")
         export_out = work / "export"
-        cycle, start, wall, peak = export(args, schema, log, export_out)
+        cycle, start, wall, peak = export(args, schema, log, export_out, ceiling)
         results = {"export": (cycle, start, wall, peak)}
         export_statuses = statuses(conn, log)
         conn.execute(f"UPDATE {log} SET status = 'N'")  # the backlog as before: all pending
@@ -208,7 +237,7 @@ def main() -> None:
         if args.child_share:
             backlog.load(args.url, schema, rows, args.objects, args.seed, args.child_share)
             print(f"xdspub export, {args.child_share:.0%} of the rows on usr_phone.phoneno:")
-            results["export, children"] = export(args, schema, log, work / "children")
+            results["export, children"] = export(args, schema, log, work / "children", ceiling)
 
         heads = ("rows", "cycle s", "Spark s", "wall s", "events/s", "peak MiB")
         print("\n" + f"{'':<18}" + "".join(f"{h:>10}" for h in heads))
