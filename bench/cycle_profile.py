@@ -3,7 +3,7 @@
     python3 bench/backlog.py postgresql+psycopg://root@127.0.0.1:5432/test --schema prof
     python3 bench/cycle_profile.py postgresql+psycopg://root@127.0.0.1:5432/test --schema prof
 
-It runs the export's own steps one at a time on a warm session (each timed to its end with
+It runs the Spark plan's steps one at a time on a warm session (each timed to its end with
 Spark's no-op sink, so a figure holds the steps before it that are not fixed), then times
 the two Python passes alone, in this process, on a slice of the same rows: microseconds a
 row on one core. Nothing is written and no status changes."""
@@ -11,17 +11,25 @@ row on one core. Nothing is written and no status changes."""
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 
 import pyarrow as pa
 
-from publisher.model.rows import CLASSIFIED, REDUCED
+from publisher.delivery.ordered import spill_writer, spilled_commands
+from publisher.model.rows import CLASSIFIED, SPILLED
+from publisher.plans.spark_plan import ROWS_PER_RANGE
 from publisher.reduce import pipeline as p
 from publisher.reduce.current import current_state
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.database import connect
-from publisher.source.event_log import open_event_log, read_pending
+from publisher.source.event_log import (
+    open_event_log,
+    pending_bounds,
+    pending_ranges,
+    read_pending,
+)
 from publisher.source.query_back import read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
@@ -57,14 +65,26 @@ def main() -> None:
         df.write.format("noop").mode("overwrite").save()
 
     classify = p.classify_rows(catalogue, engine.url.username, False, settings.max_value_length)
-    pending = read_pending(spark, engine, log, dialect, settings)
+    bounds = pending_bounds(engine, log, dialect, settings)
+    cores = spark.sparkContext.defaultParallelism
+    ranges = pending_ranges(
+        engine, log, dialect, settings, bounds, max(cores, min(bounds.rows // ROWS_PER_RANGE, 4 * cores))
+    )
+    pending = read_pending(spark, engine, log, dialect, settings, bounds)
     print(f"JDBC read of the pending rows: {_seconds(lambda: noop(pending)):.2f} s")
     fixed = {}
 
     def classified() -> None:
-        fixed["rows"] = pending.mapInArrow(classify, CLASSIFIED.ddl).localCheckpoint(eager=True)
+        if ranges is None:
+            rows = pending.mapInArrow(classify, CLASSIFIED.ddl)
+        else:
+            rows = spark.range(len(ranges), numPartitions=len(ranges)).mapInArrow(
+                p.read_and_classify(ranges, classify), CLASSIFIED.ddl
+            )
+        fixed["rows"] = rows.localCheckpoint(eager=True)
 
-    print(f"read and classify, checkpointed: {_seconds(classified):.2f} s")
+    how = "JDBC" if ranges is None else f"COPY in {len(ranges)} ranges"
+    print(f"read ({how}) and classify, checkpointed: {_seconds(classified):.2f} s")
     rows = fixed["rows"].count()
 
     def read(table, key_names, wanted):
@@ -78,8 +98,14 @@ def main() -> None:
     print(f"query-back state: {_seconds(lambda: noop(fixed['state'])):.2f} s")
     by_object = p.by_object(fixed["rows"], fixed["state"], rows)
     print(f"+ shuffle by object, sort: {_seconds(lambda: noop(by_object)):.2f} s")
-    reduced = by_object.mapInArrow(object_pass(args.schema), REDUCED.ddl)
-    print(f"+ object pass (precedence, runs, lxml): {_seconds(lambda: noop(reduced)):.2f} s")
+    with tempfile.TemporaryDirectory() as work:
+        def spilled() -> None:
+            reports = by_object.mapInArrow(spill_writer(work, object_pass(catalogue)), SPILLED.ddl)
+            fixed["commands"], _ = spilled_commands(reports.collect())
+
+        print(f"+ object pass (precedence, runs, lxml), spilled: {_seconds(spilled):.2f} s")
+        print(f"commands read back in order: {_seconds(lambda: sum(1 for _ in fixed['commands'])):.2f} s")
+        del fixed["commands"]
 
     # One core, no Spark: the two passes on the first SLICE rows of their own inputs.
     raw = pa.Table.from_batches(pending.limit(SLICE).toArrow().to_batches())
@@ -89,7 +115,7 @@ def main() -> None:
     print(f"classify pass alone: {per_row:.1f} us a row on one core")
     grouped = by_object.limit(SLICE).toArrow()
     began = time.perf_counter()
-    list(object_pass(args.schema)(iter(grouped.to_batches(10_000))))
+    list(object_pass(catalogue)(iter(grouped.to_batches(10_000))))
     per_row = (time.perf_counter() - began) / grouped.num_rows * 1e6
     print(f"object pass alone: {per_row:.1f} us a row on one core")
     engine.dispose()

@@ -101,6 +101,9 @@ def publishing_options(command: Callable) -> Callable:
                     "2 canonical string, 3 java string."),
             _option("--master", "spark_master", default="local[*]", show_default=True,
                     help="Spark master URL."),
+            _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000,
+                    show_default=True,
+                    help="Cycles of at most this many rows run in the driver, not on Spark."),
         ]
     ):
         command = option(command)

@@ -1,5 +1,6 @@
-"""One polling cycle, end to end: read the pending rows, reduce them on Spark, render the
-commands in the executors, make the documents durable, then write the statuses."""
+"""One polling cycle, end to end: read the pending rows, reduce them and render the
+commands (on Spark, or in the driver when they are few: publisher/plans), make the
+documents durable, then write the statuses."""
 
 from __future__ import annotations
 
@@ -7,51 +8,44 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import write_statuses
-from publisher.errors import ConfigError, PublisherBusy
-from publisher.model.catalogue import Catalogue, Table
+from publisher.errors import ConfigError, PublisherBusy, SinkError
+from publisher.model.catalogue import Table
 from publisher.model.rows import PENDING
 from publisher.model.statuses import StatusRange
+from publisher.plans import CycleSource, Phases
 from publisher.progress import CycleProgress, Silent
 from publisher.reduce.loopback import loopback_user
+from publisher.reduce.status_ranges import status_ranges
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.cdc.formats import ChangeInput
 from publisher.source.changes import StagedChanges, stage_changes
+from publisher.source.copy_read import CopyRanges
 from publisher.source.database import connect
 from publisher.source.dialects import Dialect
-from publisher.source.event_log import EventLog, open_event_log, read_pending
-from publisher.source.query_back import read_current
+from publisher.source.event_log import (
+    EventLog,
+    open_event_log,
+    pending_bounds,
+    pending_ranges,
+    pending_rows,
+    read_pending,
+)
+from publisher.source.query_back import current_table, read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-class _Phases:
-    """Shows each phase of a cycle on the progress display and records how long it took."""
-
-    def __init__(self, report: CycleReport, progress: CycleProgress) -> None:
-        self.report, self.progress = report, progress
-        self.current: tuple[str, float] | None = None
-
-    def begin(self, name: str, **counts: int) -> None:
-        self.end()
-        self.progress.phase(name, **counts)
-        self.current = (name, time.monotonic())
-
-    def end(self) -> None:
-        if self.current is not None:
-            name, started = self.current
-            self.report.phases.append((name, time.monotonic() - started))
-            self.current = None
 
 
 def export(settings: Settings, out: str, progress: CycleProgress | None = None) -> CycleReport:
@@ -98,24 +92,6 @@ def run_cycle(
     return _run(settings, _EventLogSource(settings, engine, dialect, log), sink, progress)
 
 
-class CycleSource(Protocol):
-    """Where a cycle's rows come from, and where their outcome goes."""
-
-    catalogue: Catalogue
-    loopback_user: str | None  # rows this user made are consumed unpublished
-
-    def pending(self, spark: SparkSession) -> DataFrame:
-        """The rows to publish (rows.PENDING)."""
-
-    def read_current(
-        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
-    ) -> DataFrame:
-        """The current rows of ``table`` for query-back (current.ReadTable)."""
-
-    def acknowledge(self, ranges: list[StatusRange]) -> None:
-        """The documents are durable: record the rows' outcome."""
-
-
 class _EventLogSource:
     """The event log: rows read through JDBC, query-back against the published schema,
     statuses written back."""
@@ -128,14 +104,27 @@ class _EventLogSource:
         self.loopback_user = loopback_user(
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )
+        self.bounds = pending_bounds(engine, log, dialect, settings)
+
+    def count(self) -> int:
+        return self.bounds.rows
 
     def pending(self, spark: SparkSession) -> DataFrame:
-        return read_pending(spark, self.engine, self.log, self.dialect, self.settings)
+        return read_pending(spark, self.engine, self.log, self.dialect, self.settings, self.bounds)
+
+    def pending_rows(self) -> pa.Table:
+        return pending_rows(self.engine, self.log, self.dialect, self.settings)
+
+    def pending_ranges(self, parts: int) -> CopyRanges | None:
+        return pending_ranges(self.engine, self.log, self.dialect, self.settings, self.bounds, parts)
 
     def read_current(
         self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
     ) -> DataFrame:
         return read_current(spark, self.engine, self.dialect, self.catalogue, table, key_names, wanted)
+
+    def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
+        return current_table(self.engine, self.dialect, self.catalogue, table, key_names, wanted)
 
     def acknowledge(self, ranges: list[StatusRange]) -> None:
         write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)
@@ -150,12 +139,24 @@ class _StagedSource:
     def __init__(self, staged: StagedChanges, delivered: Callable[[], None]) -> None:
         self.staged, self.catalogue, self.delivered = staged, staged.catalogue, delivered
 
+    def count(self) -> int:
+        return self.staged.rows
+
     def pending(self, spark: SparkSession) -> DataFrame:
         return spark.read.schema(PENDING.ddl).parquet(str(self.staged.directory))
+
+    def pending_rows(self) -> pa.Table:
+        return pq.read_table(self.staged.directory, schema=PENDING.arrow)
+
+    def pending_ranges(self, parts: int) -> None:
+        return None  # Spark reads the staged files
 
     def read_current(
         self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
     ) -> DataFrame:
+        raise AssertionError("change formats have no query-back events")
+
+    def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         raise AssertionError("change formats have no query-back events")
 
     def acknowledge(self, ranges: list[StatusRange]) -> None:
@@ -175,63 +176,35 @@ def _run(
 def _cycle(
     settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress
 ) -> CycleReport:
-    # Spark is imported here, not at module level, so the CLI's --help stays light.
-    from pyspark.sql import functions as F
+    report = CycleReport()
+    phases = Phases(report, progress)
+    try:
+        work = tempfile.TemporaryDirectory(prefix=".xdspub-work-", dir=sink.work_parent)
+    except OSError as exc:
+        raise SinkError(f"cannot write in {sink.work_parent}: {exc.strerror or exc}") from exc
+    with work:
+        if source.count() <= settings.small_cycle_rows:
+            from publisher.plans.driver_plan import reduce_in_driver
 
-    from publisher.delivery.ordered import order_commands
-    from publisher.model.rows import CLASSIFIED, NOTES, REDUCED
-    from publisher.reduce import pipeline as p
-    from publisher.reduce.current import current_state
-    from publisher.reduce.status_ranges import id_runs, status_ranges
-    from publisher.render.object_pass import object_pass
+            reduced = reduce_in_driver(settings, source, phases)
+        else:
+            # Spark is imported here, not at module level, so the CLI's --help stays light.
+            from publisher.plans.spark_plan import reduce_on_spark
 
-    started = time.monotonic()
-    spark = spark_session(settings.spark_master)
-    report = CycleReport(spark_start_seconds=time.monotonic() - started)
-    progress.attach(spark)
-    phases = _Phases(report, progress)
-    phases.begin("reading and classifying")
-    classify = p.classify_rows(
-        source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
-    )
-    # Fixed once: the query-back requests, the object pass and the statuses all read it.
-    classified = (
-        source.pending(spark).mapInArrow(classify, CLASSIFIED.ddl).localCheckpoint(eager=True)
-    )
-
-    def read(table, key_names, wanted):
-        return source.read_current(spark, table, key_names, wanted)
-
-    census = p.census(classified)
-    phases.begin("reducing and rendering", rows=census.rows)
-    requests = p.query_back_requests(classified)
-    state = current_state(spark, requests, census.shapes, source.catalogue, read)
-    reduced = (
-        p.by_object(classified, state, census.rows)
-        .mapInArrow(object_pass(source.catalogue), REDUCED.ddl)
-        .localCheckpoint(eager=True)
-    )
-    # One pass: how many commands, and the rows the object pass did not leave S.
-    count, noted = reduced.agg(
-        F.count("xml"),
-        F.collect_list(F.when(F.col("xml").isNull(), F.struct(*NOTES.names))),
-    ).first()
-    commands = reduced.where("xml IS NOT NULL").select("cmd_time", "cmd_id", "xml")
-    phases.begin("ordering commands", commands=count)
-    ordered = order_commands(commands, count)
-    report.commands = ordered.total
-    phases.begin("writing documents", commands=ordered.total)
-    report.documents = sink.publish(ordered)
-    phases.begin("finding status ranges", documents=report.documents)
-
-    # Few: the E and W rows.
-    exceptions = sorted([*census.rejected, *(p.Note(**n.asDict()) for n in noted)])
-    runs = [(census.low, census.high)] if census.contiguous else id_runs(classified)
-    ranges = status_ranges(runs, ((r.record_id, r.status) for r in exceptions))
+            started = time.monotonic()
+            spark = spark_session(settings.spark_master)
+            report.spark_start_seconds = time.monotonic() - started
+            report.on_spark = True
+            progress.attach(spark)
+            reduced = reduce_on_spark(spark, settings, source, Path(work.name), phases)
+        phases.begin("writing documents", commands=reduced.commands.total)
+        report.commands = reduced.commands.total
+        report.documents = sink.publish(reduced.commands)
+    ranges = status_ranges(reduced.runs, ((r.record_id, r.status) for r in reduced.exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1
     report.rows = sum(report.by_status.values())
-    report.notes = [(r.record_id, r.status, r.reason) for r in exceptions]
+    report.notes = [(r.record_id, r.status, r.reason) for r in reduced.exceptions]
     if not settings.dry_run:
         phases.begin("writing statuses")
         source.acknowledge(ranges)

@@ -17,6 +17,7 @@ class CycleReport:
     by_status: Counter = field(default_factory=Counter)
     notes: list[tuple[int, str, str]] = field(default_factory=list)  # record_id, letter, why
     spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
+    on_spark: bool = False  # False: a cycle of few rows, run in the driver
     phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
 
     @property
@@ -25,7 +26,10 @@ class CycleReport:
         return sum(seconds for _, seconds in self.phases)
 
     def timing(self) -> str:
-        text = f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
+        text = (
+            f"Spark start {self.spark_start_seconds:.2f} s, cycle {self.seconds:.2f} s"
+            if self.on_spark else f"cycle {self.seconds:.2f} s in the driver"
+        )
         steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases)
         return f"{text} ({steps})" if steps else text
 

@@ -21,6 +21,9 @@ class Settings:
     # this (and one character) of a value is read.
     max_value_length: int = 16 * 1024 * 1024
     spark_master: str = "local[*]"
+    # A cycle of at most this many rows runs in the driver, without Spark jobs: below some
+    # thousands a Spark plan's fixed cost is most of the cycle (docs/parameters.md).
+    small_cycle_rows: int = 10_000
     # Time Syntax: date, time and timestamp values as 1 seconds since 1970 (type time),
     # 2 canonical or 3 java strings (model/value_text.TimeSyntax).
     time_syntax: int = 1

@@ -196,7 +196,7 @@ def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     leader, follower = pty.openpty()
     command = [sys.executable, "-m", "publisher", "export", "--db", logged_db,
-               "--out", str(tmp_path / "o.xml"), "--master", "local[2]"]
+               "--out", str(tmp_path / "o.xml"), "--master", "local[2]", "--small-cycle-rows", "0"]
     process = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env)
     os.close(follower)
     screen = b""

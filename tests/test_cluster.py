@@ -222,6 +222,7 @@ def _run(db: Path, out: Path, master: str, cwd: Path, db_arg: str | None = None,
     command = [
         sys.executable, "-m", "publisher", "export", "--db", db_arg or f"sqlite:///{db}",
         "--out", out_arg or str(out), "--batch-size", BATCH_SIZE,
+        "--small-cycle-rows", "0",  # a few rows: on Spark only when asked
     ]
     if master.startswith("spark://"):
         config = cwd / "xdspub.toml"

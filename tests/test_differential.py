@@ -1,12 +1,12 @@
-"""Differential test: `xdspub export` (Spark) against bench/row_publisher.py, the plain
-row-at-a-time publisher, on the same backlog. Documents must be equal byte for byte, the
-statuses and exit codes equal too.
+"""Differential test: `xdspub export` on Spark, `xdspub export` in the driver (a cycle of
+few rows) and bench/row_publisher.py, the plain row-at-a-time publisher, on the same
+backlog. Documents must be equal byte for byte, the statuses and exit codes equal too.
 
 The backlog is bench/backlog.py's (random events of all eight types over a few hundred
 objects, a fifth of them on the child table usr_phone) plus a handful of rows for the other
 statuses: W (non-canonical keys), E (bad rows, unpublishable current values), loopback,
-vanished rows, the view, and references and memberships of the logical class. Both publishers
-run on the same database: after the first, the statuses are set back to 'N', which makes
+vanished rows, the view, and references and memberships of the logical class. The publishers
+run on the same database: after each, the statuses are set back to 'N', which makes
 it an identical copy (publishers change nothing else), and keeps the schema= of the
 associations the same, so the documents can be compared as bytes."""
 
@@ -102,29 +102,33 @@ def _documents(out: Path) -> dict[str, bytes]:
     ("database", "out_name", "batch_size"),
     [("sqlite", "docs", "7"), ("postgresql", "all.xml", "1")],
 )
-def test_spark_and_row_publishers_agree(database, out_name, batch_size, tmp_path, spark):
+def test_spark_driver_and_row_publishers_agree(database, out_name, batch_size, tmp_path, spark):
     if database == "sqlite":
         url, schema = f"sqlite:///{tmp_path / 'backlog.db'}", "indirect"
     else:
         url, schema = server_url(database), f"xt_{uuid.uuid4().hex[:10]}"
+    runs = {}
     try:
         prefix = _load_backlog(url, schema)
         options = ["--db", url, "--schema", schema, "--log-table", f"{prefix}indirect_process",
                    "--batch-size", batch_size]
-        spark_out, row_out = tmp_path / "spark" / out_name, tmp_path / "row" / out_name
-        spark_out.parent.mkdir()
+        for plan, rows in (("spark", "0"), ("driver", "100000")):
+            out = tmp_path / plan / out_name
+            out.parent.mkdir()
+            exported = CliRunner().invoke(
+                cli, ["export", *options, "--out", str(out), "--master", "local[2]",
+                      "--small-cycle-rows", rows],
+                catch_exceptions=False,
+            )
+            runs[plan] = (exported.exit_code, _statuses(url, prefix, reset=True), _documents(out))
+            assert ("Spark start" in exported.output) == (plan == "spark"), exported.output
+        row_out = tmp_path / "row" / out_name
         row_out.parent.mkdir()
-
-        exported = CliRunner().invoke(
-            cli, ["export", *options, "--out", str(spark_out), "--master", "local[2]"],
-            catch_exceptions=False,
-        )
-        spark_statuses = _statuses(url, prefix, reset=True)
         published = subprocess.run(
             [sys.executable, str(BENCH / "row_publisher.py"), *options, "--out", str(row_out)],
             capture_output=True, text=True,
         )
-        row_statuses = _statuses(url, prefix)
+        runs["row"] = (published.returncode, _statuses(url, prefix), _documents(row_out))
     finally:
         if database != "sqlite":
             engine = sa.create_engine(url)
@@ -132,10 +136,13 @@ def test_spark_and_row_publishers_agree(database, out_name, batch_size, tmp_path
                 conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
             engine.dispose()
 
-    assert exported.exit_code == published.returncode == 1, (exported.output, published.stderr)
-    assert {s for _, s in spark_statuses} == {"S", "W", "E"}
-    assert spark_statuses == row_statuses
-    assert _documents(spark_out) == _documents(row_out)
+    code, statuses, documents = runs["row"]
+    assert code == 1, published.stderr
+    assert {s for _, s in statuses} == {"S", "W", "E"}
+    for plan in ("spark", "driver"):
+        assert runs[plan][0] == code, plan
+        assert runs[plan][1] == statuses, plan
+        assert runs[plan][2] == documents, plan
 
 
 def test_scale_benchmark_runs_and_both_publishers_agree(spark):

@@ -1,64 +1,59 @@
-"""The cycle's rendered commands in output order, spread over Spark partitions, and the
-executor side of writing them: each partition writes its own stretch of documents.
+"""The cycle's rendered commands in output order, (cmd_time, cmd_id), put in order by the
+driver without moving their XML through Spark.
 
-Commands are range-partitioned by (cmd_time, cmd_id), so partition i holds the i-th stretch
-of the output. Counting each partition's commands first gives every command its global
-position, hence its document, without moving any XML through the driver."""
+Each object-pass task spills the commands it renders, as they come, to an Arrow file of its
+own in the cycle's work folder (on a cluster, a path the driver shares with the executors,
+as it shares the output folder); only its few rows that are not S travel back as rows. The
+driver sorts the commands' keys alone (16 bytes a command) and reads their XML in that
+order from the memory-mapped files, a chunk at a time: no shuffle, sampling job or
+checkpoint of the XML, and no more of it in memory than a chunk."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 
-from publisher.delivery.documents import create_temporary, document_name, write_stream
-from publisher.model.rows import PIECES
+from publisher.delivery.documents import create_temporary
+from publisher.errors import SinkError
+from publisher.model.rows import COMMANDS, NOTES, SPILLED
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-ORDER = ("cmd_time", "cmd_id")
-ROWS_PER_PARTITION = 100_000
+CHUNK = 8_192  # commands whose XML is read at once, in order
+Note = NOTES.row
+Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
-@dataclass(frozen=True)
 class OrderedCommands:
-    rows: DataFrame  # (cmd_time, cmd_id, xml), range-partitioned and sorted, fixed (checkpointed)
-    counts: tuple[int, ...]  # commands per partition, in output order
+    """Rendered commands (rows.COMMANDS, in any order) in output order: ``total``, and
+    iterating gives each (cmd_id, xml) in order."""
+
+    def __init__(self, tables: Sequence[pa.Table]) -> None:
+        table = pa.concat_tables(tables) if tables else COMMANDS.arrow.empty_table()
+        self.ids = table.column("cmd_id").to_numpy()
+        self.order = np.lexsort((self.ids, table.column("cmd_time").to_numpy()))
+        self.xml = table.column("xml")
 
     @property
     def total(self) -> int:
-        return sum(self.counts)
+        return len(self.order)
 
-    def offsets(self) -> list[int]:
-        """The global position of each partition's first command."""
-        out, running = [], 0
-        for count in self.counts:
-            out.append(running)
-            running += count
-        return out
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for start in range(0, self.total, CHUNK):
+            positions = self.order[start : start + CHUNK]
+            yield from zip(self.ids[positions].tolist(), self.xml.take(positions).to_pylist())
 
 
-def order_commands(commands: DataFrame, count: int) -> OrderedCommands:
-    """Spread ``count`` rendered commands (cmd_time, cmd_id, xml) over partitions in output
-    order."""
-    from pyspark.sql import functions as F
-
-    partitions = max(1, -(-count // ROWS_PER_PARTITION))
-    ordered = (
-        commands.repartitionByRange(partitions, *ORDER)
-        .sortWithinPartitions(*ORDER)
-        .localCheckpoint(eager=True)
-    )
-    counted = dict(
-        ordered.groupBy(F.spark_partition_id().alias("partition")).count().collect()
-    )
-    counts = tuple(counted.get(i, 0) for i in range(ordered.rdd.getNumPartitions()))
-    return OrderedCommands(ordered, counts)
+def split_reduced(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[Note]]:
+    """An object-pass batch (rows.REDUCED) as its commands (rows.COMMANDS) and its rows
+    that are not S."""
+    rendered = pc.is_valid(batch.column("xml"))
+    commands = batch.filter(rendered).select(list(COMMANDS.names))
+    notes = batch.filter(pc.invert(rendered)).select(list(NOTES.names))
+    return commands, [Note(*row.values()) for row in notes.to_pylist()]
 
 
 def _partition() -> int:
@@ -67,79 +62,41 @@ def _partition() -> int:
     return TaskContext.get().partitionId()
 
 
-def _failure(paths: list[str], exc: OSError) -> pa.RecordBatch:
-    for path in paths:
-        Path(path).unlink(missing_ok=True)
-    message = f"cannot write {exc.filename}: {exc.strerror or exc}"
-    return PIECES.batch([PIECES.row(error=message)])
+def spill_writer(directory: str, passes: Passes) -> Passes:
+    """mapInArrow body around the object pass (``passes``, giving rows.REDUCED): its commands
+    into a file of this task's in ``directory``; reports (rows.SPILLED) the file and how many
+    commands it holds, each row that is not S, or why the file could not be written."""
 
-
-def _commands(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes]]:
-    """(cmd_id, xml) of each command, in order."""
-    for batch in batches:
-        yield from zip(batch.column("cmd_id").to_pylist(), batch.column("xml").to_pylist())
-
-
-def document_writer(directory: str, batch_size: int, offsets: list[int], total: int):
-    """mapInArrow body: write the documents that begin and end in this partition, under
-    temporary names; report (rows.PIECES) each of them (path), the commands of the
-    documents it shares with a neighbour (xml), or why it could not write (error)."""
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        first = offsets[_partition()]
-        position = first
-        document: list[tuple[int, bytes]] = []
-        reports: list[tuple] = []
-
-        def flush() -> None:
-            number = (position - 1) // batch_size
-            start, end = number * batch_size, min((number + 1) * batch_size, total)
-            event_id = document[0][0]
-            if start >= first and position == end:  # whole, and this partition's own
-                stream, temporary = create_temporary(Path(directory), document_name(event_id))
-                reports.append(
-                    PIECES.row(document=number, position=start, event_id=event_id, path=str(temporary))
-                )
-                with stream:
-                    write_stream(stream, (xml for _, xml in document))
-            else:
-                for offset, (cmd_id, xml) in enumerate(document):
-                    at = position - len(document) + offset
-                    reports.append(PIECES.row(document=number, position=at, event_id=cmd_id, xml=xml))
-            document.clear()
-
+    def spill(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        path, count, notes = None, 0, []
         try:
-            for cmd_id, xml in _commands(batches):
-                if document and position % batch_size == 0:
-                    flush()
-                document.append((cmd_id, xml))
-                position += 1
-            if document:
-                flush()
-            if any(r.path for r in reports):
-                os.sync()  # one flush of every file written, before any is renamed
+            stream, path = create_temporary(Path(directory), f"commands-{_partition():05d}.arrow")
+            with stream, ipc.new_file(stream, COMMANDS.arrow) as writer:
+                for batch in passes(batches):
+                    commands, noted = split_reduced(batch)
+                    writer.write_batch(commands)
+                    count += commands.num_rows
+                    notes += noted
         except OSError as exc:
-            yield _failure([r.path for r in reports if r.path], exc)
+            if path is not None:
+                path.unlink(missing_ok=True)
+            message = f"cannot write {exc.filename}: {exc.strerror or exc}"
+            yield SPILLED.batch([SPILLED.row(error=message)])
             return
-        yield PIECES.batch(reports)
+        spilled = SPILLED.row(path=str(path), commands=count)
+        yield SPILLED.batch([spilled, *(SPILLED.row(**n._asdict()) for n in notes)])
 
-    return write
+    return spill
 
 
-def part_writer(directory: str, name: str):
-    """mapInArrow body: this partition's commands, in order, into one part file."""
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition = _partition()
-        path = None
-        try:
-            stream, path = create_temporary(Path(directory), f"{name}.part{partition:05d}")
-            with stream:
-                for _cmd_id, xml in _commands(batches):
-                    stream.write(xml)
-        except OSError as exc:
-            yield _failure([str(path)] if path else [], exc)
-            return
-        yield PIECES.batch([PIECES.row(document=0, position=partition, path=str(path))])
-
-    return write
+def spilled_commands(reports: Iterable) -> tuple[OrderedCommands, list[Note]]:
+    """The spill writers' reports (rows.SPILLED) as the commands in order and the rows that
+    are not S; SinkError with the first failure. The files stay mapped until released: the
+    caller removes its work folder once the documents are written."""
+    reports = list(reports)
+    failures = [r.error for r in reports if r.error]
+    if failures:
+        raise SinkError(failures[0])
+    tables = [ipc.open_file(pa.memory_map(r.path)).read_all() for r in reports if r.path]
+    notes = [Note(r.record_id, r.status, r.reason) for r in reports if r.record_id is not None]
+    return OrderedCommands(tables), notes

@@ -1,33 +1,36 @@
 """Where documents go (docs/delivery.md): one .xml file, standard output, or a directory
 with one file per document.
 
-Files are written in the executors, each partition its own stretch of the output, under
-temporary names; the driver makes them durable and renames them to their final names, so
-a reader never sees half a document and a re-publication overwrites the same name."""
+The driver writes them from the commands in order (delivery/ordered.py), each file under a
+temporary name, made durable and renamed to its final name, so a reader never sees half a
+document and a re-publication overwrites the same name. ``work_parent`` is where a cycle
+keeps its scratch files: beside the output, which a cluster's executors share."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections import defaultdict
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from publisher.delivery.documents import (
     HEARTBEAT_NAME,
+    create_temporary,
     document_name,
     sync_directory,
     write_durably,
     write_stream,
 )
-from publisher.delivery.ordered import OrderedCommands, document_writer, part_writer
+from publisher.delivery.ordered import OrderedCommands
 from publisher.errors import SinkError
-from publisher.model.rows import PIECES
 from publisher.render.xds import heartbeat_xml
 
 
 class Sink(Protocol):
+    work_parent: Path  # the folder a cycle's work folder is made in
+
     def publish(self, commands: OrderedCommands) -> int:
         """Write every command durably; return how many documents were written."""
 
@@ -39,41 +42,19 @@ def _heartbeat(stream: BinaryIO) -> None:
     write_stream(stream, [heartbeat_xml()])
 
 
-def _run_writer(commands: OrderedCommands, writer) -> list:
-    """The executors' reports, or SinkError with the first failure."""
-    reports = commands.rows.mapInArrow(writer, PIECES.ddl).collect()
-    failures = [r.error for r in reports if r.error]
-    if failures:
-        for report in reports:
-            if report.path:
-                Path(report.path).unlink(missing_ok=True)
-        raise SinkError(failures[0])
-    return reports
+def _xml(commands: OrderedCommands) -> Iterator[bytes]:
+    return (xml for _, xml in commands)
 
 
 class FileSink:
-    """One <nds> document holding every command in order: each partition writes its part,
-    the driver joins them."""
+    """One <nds> document holding every command in order."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.work_parent = path.parent
 
     def publish(self, commands: OrderedCommands) -> int:
-        parts = sorted(
-            _run_writer(commands, part_writer(str(self.path.parent), self.path.name)),
-            key=lambda r: r.position,
-        )
-
-        def chunks() -> Iterator[bytes]:
-            for part in parts:
-                with open(part.path, "rb") as source:
-                    yield from iter(lambda: source.read(1 << 20), b"")
-
-        try:
-            write_durably(self.path, lambda stream: write_stream(stream, chunks()))
-        finally:
-            for part in parts:
-                Path(part.path).unlink(missing_ok=True)
+        write_durably(self.path, lambda stream: write_stream(stream, _xml(commands)))
         sync_directory(self.path.parent)
         return 1
 
@@ -82,11 +63,12 @@ class FileSink:
 
 
 class StdoutSink:
-    """The one document on standard output, streamed from the executors in order."""
+    """The one document on standard output, streamed in order."""
+
+    work_parent = Path(tempfile.gettempdir())
 
     def publish(self, commands: OrderedCommands) -> int:
-        rows = commands.rows.select("xml").toLocalIterator()
-        self._write(bytes(row.xml) for row in rows)
+        self._write(_xml(commands))
         return 1
 
     def heartbeat(self) -> None:
@@ -103,40 +85,44 @@ class StdoutSink:
 
 
 class DirectorySink:
-    """One file per document of ``batch_size`` commands, named by its first record_id. The
-    executors write the documents that lie within one partition; the driver writes those
-    that straddle two."""
+    """One file per document of ``batch_size`` commands, named by its first record_id: all
+    written under temporary names, flushed to disk together, then renamed."""
 
     def __init__(self, directory: Path, batch_size: int) -> None:
-        self.directory = directory
+        self.directory = self.work_parent = directory
         self.batch_size = batch_size
 
+    def _documents(self, commands: OrderedCommands) -> Iterator[tuple[str, list[bytes]]]:
+        """(final name, its commands' XML) of each document, in order."""
+        document: list[tuple[int, bytes]] = []
+        for command in commands:
+            document.append(command)
+            if len(document) == self.batch_size:
+                yield document_name(document[0][0]), [xml for _, xml in document]
+                document = []
+        if document:
+            yield document_name(document[0][0]), [xml for _, xml in document]
+
     def publish(self, commands: OrderedCommands) -> int:
-        writer = document_writer(
-            str(self.directory), self.batch_size, commands.offsets(), commands.total
-        )
-        reports = _run_writer(commands, writer)
-        shared: dict[int, list] = defaultdict(list)
-        for report in reports:
-            if report.xml is not None:
-                shared[report.document].append(report)
+        written: list[tuple[Path, str]] = []  # temporary path, final name
         try:
-            for pieces in shared.values():
-                pieces.sort(key=lambda r: r.position)
-                name = self.directory / document_name(pieces[0].event_id)
-                write_durably(name, lambda s, p=pieces: write_stream(s, (bytes(r.xml) for r in p)))
-            for report in reports:
-                if report.path:
-                    os.replace(report.path, self.directory / document_name(report.event_id))
+            for name, xml in self._documents(commands):
+                stream, temporary = create_temporary(self.directory, name)
+                written.append((temporary, name))
+                with stream:
+                    write_stream(stream, xml)
+            if written:
+                os.sync()  # one flush of every file written, before any is renamed
+            for temporary, name in written:
+                os.replace(temporary, self.directory / name)
         except OSError as exc:
             raise SinkError(f"cannot write in {self.directory}: {exc.strerror or exc}") from exc
         finally:
-            for report in reports:
-                if report.path:
-                    Path(report.path).unlink(missing_ok=True)
-        if commands.total:
+            for temporary, _ in written:
+                temporary.unlink(missing_ok=True)
+        if written:
             sync_directory(self.directory)
-        return -(-commands.total // self.batch_size)
+        return len(written)
 
     def heartbeat(self) -> None:
         """The latest heartbeat, always under one name."""

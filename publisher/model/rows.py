@@ -9,7 +9,8 @@ that every module builds a row by its columns' names, never by position.
     STATE       a requested object's current row, found or not (reduce/current.py)
     OBJECT_ROWS an object's live events and its current row, after the shuffle by object
     REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
-    PIECES      what a document writer reports (delivery/ordered.py)
+    COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
+    SPILLED     what a spill writer reports: its file of commands, a row not S, or a failure
     RUNS        runs of consecutive record_ids (reduce/status_ranges.py)
     NOTES       rows whose status is not S, and why
 """
@@ -117,14 +118,17 @@ REDUCED = RowShape(
         ("reason", "STRING"),
     ),
 )
-PIECES = RowShape(
-    "Piece",
+COMMANDS = RowShape(
+    "CommandRow", (("cmd_time", "DOUBLE"), ("cmd_id", "BIGINT"), ("xml", "BINARY"))
+)
+SPILLED = RowShape(
+    "Spilled",
     (
-        ("document", "BIGINT"),
-        ("position", "BIGINT"),
-        ("event_id", "BIGINT"),
         ("path", "STRING"),
-        ("xml", "BINARY"),
+        ("commands", "BIGINT"),
+        ("record_id", "BIGINT"),
+        ("status", "STRING"),
+        ("reason", "STRING"),
         ("error", "STRING"),
     ),
 )

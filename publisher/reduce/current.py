@@ -39,7 +39,7 @@ class RequestShape:
     objects: int  # an estimate: it says whether the keys are worth collecting
 
 
-def _current_rows(
+def current_pass(
     catalogue: Catalogue, table: Table, key_names: Sequence[str], child: bool
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over a table's rows as read: rows.CURRENT, rows matching nothing
@@ -73,7 +73,7 @@ def _state_of(
     whole tables): their current rows' cells, then those of their class's child tables,
     each read once."""
     current = read(table, key_names, keys).mapInArrow(
-        _current_rows(catalogue, table, key_names, child=False), CURRENT.ddl
+        current_pass(catalogue, table, key_names, child=False), CURRENT.ddl
     )
     if not table.is_unique(key_names):  # a view's pk_ columns, say: one row per key
         current = current.dropDuplicates(["match"])
@@ -84,7 +84,7 @@ def _state_of(
         name = f"child_cells_{index}"
         values = (
             read(child, child.key_columns, keys)
-            .mapInArrow(_current_rows(catalogue, child, child.key_columns, child=True), CURRENT.ddl)
+            .mapInArrow(current_pass(catalogue, child, child.key_columns, child=True), CURRENT.ddl)
             .groupBy("match")
             .agg(F.flatten(F.collect_list("cells")).alias(name))
         )

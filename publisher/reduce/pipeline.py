@@ -3,6 +3,8 @@ around one shuffle by object.
 
     classify_rows     each read partition as it comes: every row's event, or its status
                       when it is consumed unpublished (loopback) or rejected (E)
+    read_and_classify the same in the task that reads the rows, where the workers read
+                      them themselves (COPY)
     census            how many rows, their record_id bounds, the E rows and the
                       query-back shapes, in one pass
     query_back_requests   the objects that live query-back events name
@@ -29,6 +31,7 @@ from publisher.reduce.current import RequestShape
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
+from publisher.source.copy_read import CopyRanges
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -77,6 +80,22 @@ def classify_rows(
             yield CLASSIFIED.batch([classified(row) for row in batch.to_pylist()])
 
     return classify_batches
+
+
+def read_and_classify(
+    ranges: CopyRanges,
+    classify: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow body over range numbers (spark.range): each range's rows read here
+    (source/copy_read.py) and classified as they come, one pass from database to
+    rows.CLASSIFIED."""
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                yield from classify(ranges.read(index))
+
+    return read
 
 
 Note = NOTES.row  # a row whose status is not S, and why

@@ -8,26 +8,34 @@ with numpy, cut where those few lie: no shuffle."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
 
 from publisher.model.rows import RUNS
 from publisher.model.statuses import Status, StatusRange
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
-def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    ids = np.sort(
-        np.concatenate([b.column(0).to_numpy() for b in batches] or [np.empty(0, np.int64)])
-    )
+
+def consecutive_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The maximal runs of consecutive values among ``ids`` (any order, each once): their
+    lowest and highest values, in order."""
+    ids = np.sort(ids)
     if not len(ids):
-        return
+        return ids, ids
     starts = np.flatnonzero(np.concatenate(([True], np.diff(ids) != 1)))
     ends = np.concatenate((starts[1:] - 1, [len(ids) - 1]))
-    yield pa.RecordBatch.from_arrays(
-        [pa.array(ids[starts]), pa.array(ids[ends])], schema=RUNS.arrow
-    )
+    return ids[starts], ids[ends]
+
+
+def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    ids = np.concatenate([b.column(0).to_numpy() for b in batches] or [np.empty(0, np.int64)])
+    if len(ids):
+        lows, highs = consecutive_runs(ids)
+        yield pa.RecordBatch.from_arrays([pa.array(lows), pa.array(highs)], schema=RUNS.arrow)
 
 
 def id_runs(rows: DataFrame) -> list[tuple[int, int]]:

@@ -44,6 +44,9 @@ class Dialect:
     # foreign keys enforced).
     on_connect: Callable[[Any], None] | None = None
     connect_args: dict[str, Any] = field(default_factory=dict)
+    # The Python workers read big queries themselves with COPY (source/copy_read.py),
+    # instead of Spark's JDBC source.
+    copy_reads: bool = False
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -125,6 +128,7 @@ POSTGRESQL = Dialect(
     first_characters=_substr,
     run_script=lambda connection, script: connection.execute(script),
     lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
+    copy_reads=True,
 )
 
 MARIADB = Dialect(

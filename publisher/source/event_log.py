@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
@@ -13,6 +14,8 @@ from publisher.model.events import EVENT_LOG_COLUMNS
 from publisher.model.rows import PENDING
 from publisher.model.statuses import Status
 from publisher.settings import Settings
+from publisher.source.copy_read import CopyRanges, copy_ranges
+from publisher.source.database import database_text
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
 
@@ -91,19 +94,63 @@ def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Se
     return query.order_by(*order).limit(settings.query_limit)
 
 
-def read_pending(
-    spark: SparkSession, engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings
-) -> DataFrame:
-    """The cycle's pending rows, read in record_id ranges. The caller fixes them (a local
-    checkpoint) before it uses them twice, so that later steps never re-read the table."""
-    query = pending_select(log, dialect, settings)
-    pending = query.subquery()
+@dataclass(frozen=True)
+class PendingBounds:
+    """How many rows a cycle reads, and their lowest and highest record_id."""
+
+    rows: int
+    low: int | None
+    high: int | None
+
+
+def pending_bounds(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> PendingBounds:
+    pending = pending_select(log, dialect, settings).subquery()
     with engine.connect() as conn:
         low, high, rows = conn.execute(
             sa.select(sa.func.min(pending.c.record_id), sa.func.max(pending.c.record_id), sa.func.count())
         ).one()
-    split = ("record_id", low, high, rows) if rows else None
+    return PendingBounds(rows, low, high)
+
+
+def read_pending(
+    spark: SparkSession,
+    engine: sa.Engine,
+    log: EventLog,
+    dialect: Dialect,
+    settings: Settings,
+    bounds: PendingBounds,
+) -> DataFrame:
+    """The cycle's pending rows, read in record_id ranges. The caller fixes them (a local
+    checkpoint) before it uses them twice, so that later steps never re-read the table."""
+    query = pending_select(log, dialect, settings)
+    split = ("record_id", bounds.low, bounds.high, bounds.rows) if bounds.rows else None
     return read_query(spark, engine, dialect, query, PENDING.ddl, split)
+
+
+def pending_ranges(
+    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds, parts: int
+) -> CopyRanges | None:
+    """The cycle's pending rows as ``parts`` record_id ranges that the Python workers read
+    themselves (source/copy_read.py); None where the database has no COPY."""
+    if not dialect.copy_reads or not bounds.rows:
+        return None
+    size = -(-(bounds.high - bounds.low + 1) // parts)
+    ranges = [(low, min(low + size - 1, bounds.high)) for low in range(bounds.low, bounds.high + 1, size)]
+    return copy_ranges(engine, pending_select(log, dialect, settings), PENDING.arrow, "record_id", ranges)
+
+
+def pending_rows(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> pa.Table:
+    """The cycle's pending rows (rows.PENDING) read by the driver, for a cycle of few rows."""
+
+    def value(name: str, value: object) -> object:
+        if name == "record_id" or value is None:
+            return value
+        return float(value) if name == "event_order" else database_text(value)
+
+    with engine.connect() as conn:
+        result = conn.execute(pending_select(log, dialect, settings)).mappings()
+        rows = [PENDING.row(**{name: value(name, v) for name, v in row.items()}) for row in result]
+    return pa.Table.from_batches([PENDING.batch(rows)])
 
 
 def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:

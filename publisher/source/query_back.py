@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
+from publisher.source.database import database_text
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
 
@@ -82,3 +84,33 @@ def read_current(
         for c in table.columns
     )
     return read_query(spark, engine, dialect, query, columns, split)
+
+
+def current_table(
+    engine: sa.Engine,
+    dialect: Dialect,
+    catalogue: Catalogue,
+    table: Table,
+    key_names: Sequence[str],
+    wanted: list[tuple[str, ...]] | None,
+) -> pa.Table:
+    """``current_select`` read by the driver, for a cycle of few rows: the same columns as
+    ``read_current``'s, every one a string, binary ones bytes."""
+    schema = catalogue.schema if dialect.has_schemas else None
+    fields = [
+        (c.name, pa.binary() if c.xds_type == value_text.OCTET else pa.string())
+        for c in table.columns
+    ]
+    with engine.connect() as conn:
+        rows = conn.execute(current_select(table, schema, key_names, wanted)).all()
+    columns = zip(*rows) if rows else ([] for _ in fields)
+    return pa.table(
+        [pa.array([_value(v, kind) for v in column], kind) for column, (_, kind) in zip(columns, fields)],
+        schema=pa.schema(fields),
+    )
+
+
+def _value(value: object, kind: pa.DataType) -> object:
+    if kind == pa.binary() and isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value if kind == pa.binary() else database_text(value)

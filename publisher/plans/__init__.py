@@ -1,0 +1,84 @@
+"""The two ways a cycle's rows become commands: on Spark (plans/spark_plan.py), or, for a
+cycle of few rows, in the driver (plans/driver_plan.py). Both run the same passes, the
+bodies in publisher/reduce and publisher/render; they differ in how rows travel.
+
+    source --rows--> classify --> query-back state --> object pass --> Reduced
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from publisher.delivery.ordered import Note, OrderedCommands
+from publisher.model.catalogue import Catalogue, Table
+from publisher.model.statuses import StatusRange
+from publisher.progress import CycleProgress
+from publisher.report import CycleReport
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+    from publisher.source.copy_read import CopyRanges
+
+
+class CycleSource(Protocol):
+    """Where a cycle's rows come from, and where their outcome goes."""
+
+    catalogue: Catalogue
+    loopback_user: str | None  # rows this user made are consumed unpublished
+
+    def count(self) -> int:
+        """How many rows the cycle will read."""
+
+    def pending(self, spark: SparkSession) -> DataFrame:
+        """The rows to publish (rows.PENDING)."""
+
+    def pending_rows(self) -> pa.Table:
+        """The rows to publish (rows.PENDING), read by the driver."""
+
+    def pending_ranges(self, parts: int) -> CopyRanges | None:
+        """The rows to publish as ``parts`` ranges the executors read themselves, or None
+        where they cannot (then ``pending`` reads them)."""
+
+    def read_current(
+        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
+    ) -> DataFrame:
+        """The current rows of ``table`` for query-back (current.ReadTable)."""
+
+    def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
+        """The same, read by the driver."""
+
+    def acknowledge(self, ranges: list[StatusRange]) -> None:
+        """The documents are durable: record the rows' outcome."""
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """What a plan hands the cycle: the commands, and what the statuses need."""
+
+    commands: OrderedCommands
+    runs: list[tuple[int, int]]  # the record_ids read, as runs of consecutive ones
+    exceptions: list[Note]  # the rows that are not S (E and W), by record_id
+
+
+class Phases:
+    """Shows each phase of a cycle on the progress display and records how long it took."""
+
+    def __init__(self, report: CycleReport, progress: CycleProgress) -> None:
+        self.report, self.progress = report, progress
+        self.current: tuple[str, float] | None = None
+
+    def begin(self, name: str, **counts: int) -> None:
+        self.end()
+        self.progress.phase(name, **counts)
+        self.current = (name, time.monotonic())
+
+    def end(self) -> None:
+        if self.current is not None:
+            name, started = self.current
+            self.report.phases.append((name, time.monotonic() - started))
+            self.current = None

@@ -1,0 +1,58 @@
+"""A cycle's rows reduced on Spark (reduce/pipeline.py): read and classified in record_id
+ranges, one shuffle by object, the object pass spilling its commands for the driver to
+put in order (delivery/ordered.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from publisher.delivery.ordered import spill_writer, spilled_commands
+from publisher.model.rows import CLASSIFIED, SPILLED
+from publisher.plans import CycleSource, Phases, Reduced
+from publisher.reduce import pipeline as p
+from publisher.reduce.current import current_state
+from publisher.reduce.status_ranges import id_runs
+from publisher.render.object_pass import object_pass
+from publisher.settings import Settings
+
+ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (but a range for each core)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def reduce_on_spark(
+    spark: SparkSession, settings: Settings, source: CycleSource, work: Path, phases: Phases
+) -> Reduced:
+    """The cycle's commands and statuses; the object pass spills into ``work``."""
+    phases.begin("reading and classifying")
+    classify = p.classify_rows(
+        source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
+    )
+    cores = spark.sparkContext.defaultParallelism
+    ranges = source.pending_ranges(max(cores, min(source.count() // ROWS_PER_RANGE, 4 * cores)))
+    if ranges is None:
+        classified = source.pending(spark).mapInArrow(classify, CLASSIFIED.ddl)
+    else:
+        numbers = spark.range(len(ranges), numPartitions=len(ranges))
+        classified = numbers.mapInArrow(p.read_and_classify(ranges, classify), CLASSIFIED.ddl)
+    # Fixed once: the query-back requests, the object pass and the statuses all read it.
+    classified = classified.localCheckpoint(eager=True)
+
+    def read(table, key_names, wanted):
+        return source.read_current(spark, table, key_names, wanted)
+
+    census = p.census(classified)
+    phases.begin("reducing and rendering", rows=census.rows)
+    state = current_state(
+        spark, p.query_back_requests(classified), census.shapes, source.catalogue, read
+    )
+    reports = (
+        p.by_object(classified, state, census.rows)
+        .mapInArrow(spill_writer(str(work), object_pass(source.catalogue)), SPILLED.ddl)
+        .collect()
+    )
+    commands, noted = spilled_commands(reports)
+    runs = [(census.low, census.high)] if census.contiguous else id_runs(classified)
+    return Reduced(commands, runs, sorted([*census.rejected, *noted]))
