@@ -6,7 +6,7 @@
 The schema (SQLite: the file) is made afresh: the event log and the sample schema, usr with
 one row per object (every tenth without a manager, the others managed by the user before)
 and usr_phone with two phone numbers per object. Rows spread over the objects, all eight
-event types, a fifth of them query-back; the usr rows exist, so query-back finds them. With
+event types, a fifth of them query-back (--query-back-share); the usr rows exist, so query-back finds them. With
 --child-share, that share of the rows are events of the multi-valued attribute
 usr_phone.phoneno (types 1, 2, 3 and 8; one in four in the child table's form).
 PostgreSQL is loaded with COPY."""
@@ -43,12 +43,14 @@ def child_event(rng: random.Random, key: str) -> tuple:
     return (key, kind, "usr", "usr_phone.phoneno", old, new)
 
 
-def event(rng: random.Random, objects: int, child_share: float = 0.0) -> tuple:
+def event(
+    rng: random.Random, objects: int, child_share: float = 0.0, query_back_share: float = 0.2
+) -> tuple:
     idu = rng.randrange(1, objects + 1)
     key = f"idu={idu}"
     if child_share and rng.random() < child_share:
         return child_event(rng, key)
-    if rng.random() < 0.2:  # query-back
+    if rng.random() < query_back_share:
         kind = rng.choice((5, 6, 7, 8))
         column = rng.choice(FIELDS) if kind in (7, 8) else None
         return (key, kind, "usr", column, None, None)
@@ -86,7 +88,15 @@ def _copy_text(rows: Iterator[tuple]) -> io.StringIO:
     return io.StringIO("".join("\t".join(map(field, row)) + "\n" for row in rows))
 
 
-def load(url: str, schema: str, rows: int, objects: int, seed: int, child_share: float = 0.0) -> None:
+def load(
+    url: str,
+    schema: str,
+    rows: int,
+    objects: int,
+    seed: int,
+    child_share: float = 0.0,
+    query_back_share: float = 0.2,
+) -> None:
     backend = sa.engine.make_url(url).get_backend_name()
     if backend == "sqlite":
         Path(sa.engine.make_url(url).database).unlink(missing_ok=True)
@@ -106,7 +116,7 @@ def load(url: str, schema: str, rows: int, objects: int, seed: int, child_share:
     log = f"{prefix}indirect_process ({', '.join(EVENT_COLUMNS)})"
 
     def events(count: int) -> Iterator[tuple]:
-        return (event(rng, objects, child_share) for _ in range(count))
+        return (event(rng, objects, child_share, query_back_share) for _ in range(count))
 
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
@@ -143,8 +153,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--child-share", type=float, default=0.0,
                         help="share of the rows on usr_phone.phoneno (0 to 1)")
+    parser.add_argument("--query-back-share", type=float, default=0.2,
+                        help="share of the other rows that are query-back events (0 to 1)")
     args = parser.parse_args()
-    load(args.db, args.schema, args.rows, args.objects, args.seed, args.child_share)
+    load(args.db, args.schema, args.rows, args.objects, args.seed, args.child_share,
+         args.query_back_share)
     print(f"{args.db}: {args.rows} pending rows over {args.objects} objects")
 
 

@@ -15,6 +15,8 @@ It makes the backlog with bench/backlog.py in a schema of its own, then measures
 then checks that both wrote the same files, byte for byte, and the same statuses;
 4. `xdspub export` again on a backlog with --child-share of its rows (default a fifth) on
    the multi-valued attribute usr_phone.phoneno, against the flat backlog's cycle;
+5. `xdspub export` again on a mix of mostly per-field events (--field-mix: the share of
+   query-back events, default 2%), ten rows per object as before, against its ceiling;
 and prints a table. The schema and the work folder are removed at the end unless --keep."""
 
 from __future__ import annotations
@@ -137,12 +139,13 @@ def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
 
 def export(
     args: argparse.Namespace, schema: str, log: str, out: Path, ceiling: Ceiling
-) -> tuple[float, float, float, int]:
+) -> tuple[float, float, float, int, float]:
     """`xdspub export` of the backlog to ``out``: cycle and Spark start (from its timing
-    line), wall seconds and peak KiB; its cycle against the ceiling of the same commands."""
+    line), wall seconds, peak KiB, and its cycle against the ceiling of the same commands."""
     wall, peak, stderr = run("xdspub export", [
         sys.executable, "-m", "publisher", "export", "--db", args.url, "--schema", schema,
-        "--log-table", log, "--out", str(out), "--batch-size", str(args.batch_size)], out)
+        "--log-table", log, "--out", str(out), "--batch-size", str(args.batch_size),
+        "--small-cycle-rows", "0"], out)  # the Spark plan, whatever the backlog's size
     timing, summary = TIMING.search(stderr), SUMMARY.search(stderr)
     if timing is None or summary is None:
         sys.exit(f"no summary or timing line in the export's standard error:\n{stderr[-2000:]}")
@@ -152,7 +155,7 @@ def export(
     print(f"  ceiling: COPY {ceiling.copy:.2f} s + lxml for {commands} commands on {cores} "
           f"cores {render:.2f} s + UPDATE {ceiling.update:.2f} s = {whole:.2f} s; "
           f"cycle / ceiling: {cycle / whole:.2f}")
-    return cycle, float(timing[1]), wall, peak
+    return cycle, float(timing[1]), wall, peak, cycle / whole
 
 
 def statuses(conn: psycopg.Connection, log: str) -> list[tuple[int, str]]:
@@ -181,6 +184,9 @@ def main() -> None:
     parser.add_argument("--child-share", type=float, default=0.2,
                         help="then the export again on a backlog with this share of its rows "
                              "on the child table usr_phone (0: not)")
+    parser.add_argument("--field-mix", type=float, default=0.02,
+                        help="then the export again on a backlog with this share of query-back "
+                             "events, the rest per-field (negative: not)")
     parser.add_argument("--keep", action="store_true", help="keep the schema and the output")
     args = parser.parse_args()
 
@@ -212,8 +218,7 @@ def main() -> None:
 
         print("xdspub export:")
         export_out = work / "export"
-        cycle, start, wall, peak = export(args, schema, log, export_out, ceiling)
-        results = {"export": (cycle, start, wall, peak)}
+        results = {"export": export(args, schema, log, export_out, ceiling)}
         export_statuses = statuses(conn, log)
         conn.execute(f"UPDATE {log} SET status = 'N'")  # the backlog as before: all pending
 
@@ -224,7 +229,7 @@ def main() -> None:
                 sys.executable, str(BENCH / "row_publisher.py"), "--db", args.url,
                 "--schema", schema, "--log-table", log, "--batch-size", str(args.batch_size),
                 "--out", str(row_out)], work / "row")
-            results["row publisher"] = (wall, None, wall, peak)  # no Spark: its cycle is its wall
+            results["row publisher"] = (wall, None, wall, peak, None)  # no Spark: cycle = wall
             differing = differences(export_out, row_out)
             same_statuses = export_statuses == statuses(conn, log)
             if differing or not same_statuses:
@@ -239,14 +244,23 @@ def main() -> None:
             print(f"xdspub export, {args.child_share:.0%} of the rows on usr_phone.phoneno:")
             results["export, children"] = export(args, schema, log, work / "children", ceiling)
 
-        heads = ("rows", "cycle s", "Spark s", "wall s", "events/s", "peak MiB")
+        if args.field_mix >= 0:
+            backlog.load(args.url, schema, rows, args.objects, args.seed, 0.0, args.field_mix)
+            print(f"xdspub export, {args.field_mix:.0%} query-back, the rest per-field events:")
+            seconds, _ = copy_ceiling(conn, log)
+            field_ceiling = Ceiling(copy=seconds, render=ceiling.render)
+            field_ceiling.update, _ = update_ceiling(conn, log)
+            results["export, per-field"] = export(args, schema, log, work / "fields", field_ceiling)
+
+        heads = ("rows", "cycle s", "Spark s", "wall s", "events/s", "peak MiB", "/ceiling")
         print("\n" + f"{'':<18}" + "".join(f"{h:>10}" for h in heads))
-        for name, (cycle, start, wall, peak) in results.items():
+        for name, (cycle, start, wall, peak, ratio) in results.items():
             spark = "-" if start is None else f"{start:.2f}"
+            against = "-" if ratio is None else f"{ratio:.2f}"
             print(f"{name:<18}{rows:>10}{cycle:>10.2f}{spark:>10}{wall:>10.2f}"
-                  f"{rows / cycle:>10,.0f}{peak / 1024:>10.0f}")
+                  f"{rows / cycle:>10,.0f}{peak / 1024:>10.0f}{against:>10}")
         if "row publisher" in results:
-            (c1, _, _, p1), (c2, _, _, p2) = results["export"], results["row publisher"]
+            (c1, _, _, p1, _), (c2, _, _, p2, _) = results["export"], results["row publisher"]
             print(f"export / row publisher: events/s x{c2 / c1:.2f}, peak memory x{p1 / p2:.2f}")
         if "export, children" in results:
             ratio = results["export, children"][0] / results["export"][0]

@@ -1,0 +1,71 @@
+"""PostgreSQL's pending rows read with COPY in ranges (source/copy_read.py, the Spark plan)
+are the rows the driver reads with SQLAlchemy (the driver plan), value for value: CSV's
+quoting, NULL against the empty string, line breaks, and text cut to the Maximum Value
+Length."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+
+from publisher.model.rows import PENDING
+from publisher.source.event_log import (
+    open_event_log,
+    pending_bounds,
+    pending_ranges,
+    pending_rows,
+)
+from tests.conftest import make_sample_db
+
+TRICKY = [
+    'a "quoted", comma',
+    "line\nbreak and\r\ncarriage return",
+    "",
+    "back\\slash \\N and \\x41",
+    "\u00e9t\u00e9 \u4e2d\u6587 \U0001f600",
+    '"',
+    ",",
+    " leading and trailing ",
+    "x" * 70_000,
+]
+
+
+@pytest.fixture
+def pg_log(tmp_path):
+    db = make_sample_db("postgresql", tmp_path)
+    yield db
+    db.drop()
+
+
+def test_copy_ranges_read_what_the_driver_reads(pg_log):
+    rows = [("idu=1", 2, "usr", "fname", value, value) for value in TRICKY]
+    rows += [("idu=2", 2, "usr", "fname", None, ""), ("idu=3", 6, "usr")]
+    pg_log.log(*rows, perpetrator='someone, "quoted"')
+    settings = replace(pg_log.settings, max_value_length=65_536)
+    log = open_event_log(pg_log.engine, pg_log.dialect, settings)
+    bounds = pending_bounds(pg_log.engine, log, pg_log.dialect, settings)
+
+    expected = pending_rows(pg_log.engine, log, pg_log.dialect, settings)
+    ranges = pending_ranges(pg_log.engine, log, pg_log.dialect, settings, bounds, 3)
+    assert len(ranges) == 3
+    read = pa.Table.from_batches(
+        [batch for index in range(len(ranges)) for batch in ranges.read(index)], PENDING.arrow
+    )
+
+    assert read.num_rows == expected.num_rows == len(rows)
+    assert read.sort_by("record_id").to_pylist() == expected.sort_by("record_id").to_pylist()
+    values = read.sort_by("record_id").column("new_value").to_pylist()
+    assert values[: len(TRICKY) - 1] == TRICKY[:-1]
+    assert values[len(TRICKY) - 1] == "x" * 65_537  # cut to the limit and one more
+    assert values[len(TRICKY) :] == ["", None]
+
+
+def test_no_ranges_where_the_database_has_no_copy(tmp_path):
+    db = make_sample_db("sqlite", tmp_path)
+    db.log(("idu=1", 6, "usr"))
+    log = open_event_log(db.engine, db.dialect, db.settings)
+    bounds = pending_bounds(db.engine, log, db.dialect, db.settings)
+    assert pending_ranges(db.engine, log, db.dialect, db.settings, bounds, 2) is None
+    db.drop()
