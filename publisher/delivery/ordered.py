@@ -1,12 +1,13 @@
 """The cycle's rendered commands in output order, (cmd_time, cmd_id), put in order by the
 driver without moving their XML through Spark.
 
-Each object-pass task spills the commands it renders, as they come, to an Arrow file of its
-own in the cycle's work folder (on a cluster, a path the driver shares with the executors,
-as it shares the output folder); only its few rows that are not S travel back as rows. The
-driver sorts the commands' keys alone (16 bytes a command) and reads their XML in that
-order from the memory-mapped files, a chunk at a time: no shuffle, sampling job or
-checkpoint of the XML, and no more of it in memory than a chunk."""
+Each object-pass task sorts the commands it renders and spills them, as one sorted run, to
+an Arrow file of its own in the cycle's work folder (on a cluster, a path the driver shares
+with the executors, as it shares the output folder); only its few rows that are not S
+travel back as rows. The driver merges the runs: it reads their keys alone (16 bytes a
+command) and sorts them, then reads each run's XML front to back, a stretch at a time.
+No shuffle, sampling job or checkpoint of the XML, and the driver holds no more of it
+than a stretch of each run."""
 
 from __future__ import annotations
 
@@ -22,29 +23,81 @@ from publisher.delivery.documents import create_temporary
 from publisher.errors import SinkError
 from publisher.model.rows import COMMANDS, NOTES, SPILLED
 
-CHUNK = 8_192  # commands whose XML is read at once, in order
+CHUNK = 8_192  # commands put in order at once
+RUN_BATCH_ROWS = 4_096  # commands per batch of a run file: what the driver reads at once
+_ORDER = [("cmd_time", "ascending"), ("cmd_id", "ascending")]
+_KEYS = ipc.IpcReadOptions(included_fields=[0, 1])  # cmd_time, cmd_id
+_XML = ipc.IpcReadOptions(included_fields=[2])
 Note = NOTES.row
 Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+RunSource = str | pa.Buffer  # an Arrow file of rows.COMMANDS in order: its path, or itself
+
+
+def sorted_run(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object) -> int:
+    """Write ``commands`` (rows.COMMANDS) to ``sink`` as an Arrow file, in output order;
+    how many there were."""
+    table = pa.Table.from_batches(list(commands), COMMANDS.arrow)
+    table = table.take(pc.sort_indices(table, sort_keys=_ORDER))
+    with ipc.new_file(sink, COMMANDS.arrow) as writer:
+        writer.write_table(table, max_chunksize=RUN_BATCH_ROWS)
+    return table.num_rows
+
+
+class _Run:
+    """One sorted run's XML, read front to back a batch at a time."""
+
+    def __init__(self, source: RunSource) -> None:
+        self.reader = ipc.open_file(source, options=_XML)
+        self.batch, self.start = None, 0  # the batch in hand, and its first row's index
+        self.index = -1
+
+    def take(self, low: int, high: int) -> list[bytes]:
+        """The XML of rows ``low`` to ``high`` - 1, never before the last rows taken."""
+        xml: list[bytes] = []
+        while low < high:
+            if self.batch is None or low >= self.start + self.batch.num_rows:
+                if self.batch is not None:
+                    self.start += self.batch.num_rows
+                self.index += 1
+                self.batch = self.reader.get_batch(self.index)
+                continue
+            end = min(high, self.start + self.batch.num_rows)
+            xml += self.batch.column(0).slice(low - self.start, end - low).to_pylist()
+            low = end
+        return xml
 
 
 class OrderedCommands:
-    """Rendered commands (rows.COMMANDS, in any order) in output order: ``total``, and
-    iterating gives each (cmd_id, xml) in order."""
+    """Sorted runs of rendered commands merged into output order: ``total``, and iterating
+    gives each (cmd_id, xml) in order."""
 
-    def __init__(self, tables: Sequence[pa.Table]) -> None:
-        table = pa.concat_tables(tables) if tables else COMMANDS.arrow.empty_table()
-        self.ids = table.column("cmd_id").to_numpy()
-        self.order = np.lexsort((self.ids, table.column("cmd_time").to_numpy()))
-        self.xml = table.column("xml")
-
-    @property
-    def total(self) -> int:
-        return len(self.order)
+    def __init__(self, runs: Sequence[RunSource]) -> None:
+        self.runs = list(runs)
+        keys = [ipc.open_file(run, options=_KEYS).read_all() for run in self.runs]
+        self.total = sum(k.num_rows for k in keys)
+        if not keys:
+            self.ids = self.run_of = self.order = np.empty(0, np.int64)
+            return
+        times = np.concatenate([k.column("cmd_time").to_numpy() for k in keys])
+        self.ids = np.concatenate([k.column("cmd_id").to_numpy() for k in keys])
+        self.run_of = np.repeat(np.arange(len(keys)), [k.num_rows for k in keys])
+        self.order = np.lexsort((self.ids, times))
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        runs = [_Run(run) for run in self.runs]
+        taken = np.zeros(len(runs), np.int64)  # rows of each run already taken
         for start in range(0, self.total, CHUNK):
             positions = self.order[start : start + CHUNK]
-            yield from zip(self.ids[positions].tolist(), self.xml.take(positions).to_pylist())
+            owners = self.run_of[positions]
+            counts = np.bincount(owners, minlength=len(runs))
+            # Each run's rows in this stretch of the output are its next ``count`` rows.
+            pieces = [
+                iter(run.take(int(low), int(low + count)))
+                for run, low, count in zip(runs, taken, counts)
+            ]
+            taken += counts
+            for cmd_id, owner in zip(self.ids[positions].tolist(), owners.tolist()):
+                yield cmd_id, next(pieces[owner])
 
 
 def split_reduced(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[Note]]:
@@ -56,6 +109,13 @@ def split_reduced(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[Note]]:
     return commands, [Note(*row.values()) for row in notes.to_pylist()]
 
 
+def in_memory(commands: Iterable[pa.RecordBatch]) -> OrderedCommands:
+    """Commands (rows.COMMANDS) rendered in this process, in output order."""
+    sink = pa.BufferOutputStream()
+    sorted_run(commands, sink)
+    return OrderedCommands([sink.getvalue()])
+
+
 def _partition() -> int:
     from pyspark import TaskContext
 
@@ -63,20 +123,22 @@ def _partition() -> int:
 
 
 def spill_writer(directory: str, passes: Passes) -> Passes:
-    """mapInArrow body around the object pass (``passes``, giving rows.REDUCED): its commands
-    into a file of this task's in ``directory``; reports (rows.SPILLED) the file and how many
-    commands it holds, each row that is not S, or why the file could not be written."""
+    """mapInArrow body around the object pass (``passes``, giving rows.REDUCED): its commands,
+    sorted, into a file of this task's in ``directory``; reports (rows.SPILLED) the file and
+    how many commands it holds, each row that is not S, or why the file could not be
+    written."""
 
     def spill(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        path, count, notes = None, 0, []
+        commands, notes = [], []
+        for batch in passes(batches):
+            rendered, noted = split_reduced(batch)
+            commands.append(rendered)
+            notes += noted
+        path = None
         try:
             stream, path = create_temporary(Path(directory), f"commands-{_partition():05d}.arrow")
-            with stream, ipc.new_file(stream, COMMANDS.arrow) as writer:
-                for batch in passes(batches):
-                    commands, noted = split_reduced(batch)
-                    writer.write_batch(commands)
-                    count += commands.num_rows
-                    notes += noted
+            with stream:
+                count = sorted_run(commands, stream)
         except OSError as exc:
             if path is not None:
                 path.unlink(missing_ok=True)
@@ -91,12 +153,12 @@ def spill_writer(directory: str, passes: Passes) -> Passes:
 
 def spilled_commands(reports: Iterable) -> tuple[OrderedCommands, list[Note]]:
     """The spill writers' reports (rows.SPILLED) as the commands in order and the rows that
-    are not S; SinkError with the first failure. The files stay mapped until released: the
-    caller removes its work folder once the documents are written."""
+    are not S; SinkError with the first failure. The caller removes its work folder once the
+    documents are written."""
     reports = list(reports)
     failures = [r.error for r in reports if r.error]
     if failures:
         raise SinkError(failures[0])
-    tables = [ipc.open_file(pa.memory_map(r.path)).read_all() for r in reports if r.path]
+    runs = [r.path for r in reports if r.path and r.commands]
     notes = [Note(r.record_id, r.status, r.reason) for r in reports if r.record_id is not None]
-    return OrderedCommands(tables), notes
+    return OrderedCommands(runs), notes

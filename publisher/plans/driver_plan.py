@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from publisher.delivery.ordered import OrderedCommands, split_reduced
+from publisher.delivery.ordered import in_memory, split_reduced
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import CLASSIFIED, OBJECT_ROWS
 from publisher.model.statuses import Status
@@ -118,8 +118,8 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     commands, noted = [], []
     for batch in object_pass(catalogue)(_batches(objects)):
         rendered, notes = split_reduced(batch)
-        commands.append(pa.Table.from_batches([rendered]))
+        commands.append(rendered)
         noted += notes
     lows, highs = consecutive_runs(classified.column("record_id").to_numpy())
     runs = list(zip(lows.tolist(), highs.tolist()))
-    return Reduced(OrderedCommands(commands), runs, sorted([*rejected, *noted]))
+    return Reduced(in_memory(commands), runs, sorted([*rejected, *noted]))
