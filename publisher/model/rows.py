@@ -5,8 +5,8 @@ that every module builds a row by its columns' names, never by position.
 
     PENDING     the event log rows a cycle reads (source/event_log.py, source/changes.py)
     CLASSIFIED  each pending row's event, or its status when it is not live (reduce/pipeline.py)
-    CURRENT     a query-back table's current row: its key as matched, its cells
-    STATE       a requested object's current row, found or not (reduce/current.py)
+    STATE       a current row of a query-back table or of its class's child table, by the
+                object it belongs to (reduce/current.py)
     OBJECT_ROWS an object's live events and its current row, after the shuffle by object
     REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
@@ -101,7 +101,7 @@ CLASSIFIED = RowShape(
         ("key_pairs", KEY_PAIRS),  # query-back events only: what the current rows match
     ),
 )
-CURRENT = RowShape("CurrentRow", (("match", "STRING"), ("cells", CELLS)))
+# found: true for the object's own row, false for a child table's row.
 STATE = RowShape("StateRow", (*OBJECT, ("found", "BOOLEAN"), ("cells", CELLS)))
 OBJECT_ROWS = RowShape(
     "ObjectRow",

@@ -8,8 +8,9 @@ around one shuffle by object.
     census            how many rows, their record_id bounds, the E rows and the
                       query-back shapes, in one pass
     query_back_requests   the objects that live query-back events name
-    by_object         the live rows and their objects' current rows, shuffled once by
-                      object and sorted in processing order, for the object pass
+    by_object         the live rows and the current rows of their tables (current.py),
+                      shuffled once by object and sorted in processing order, for the
+                      object pass
 
 Python in the executors, not DataFrame expressions: a row's checks are a dozen regular
 expressions and look-ups that Spark would interpret per row, and the rules stay one text
@@ -160,13 +161,13 @@ def census(classified: DataFrame) -> Census:
 
 def query_back_requests(classified: DataFrame) -> DataFrame:
     """(table_name, canonical_key, key_pairs) of the live query-back events: every object
-    they query back, once or more (current_state keeps one of each)."""
+    they query back, once or more."""
     return classified.where(_asks(classified)).select(*OBJECT_NAMES, "key_pairs")
 
 
 def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:
-    """rows.OBJECT_ROWS: the live rows with, first in each object, its current row
-    (rows.STATE; ``found`` not NULL marks it): one shuffle by object, each object's rows
+    """rows.OBJECT_ROWS: the live rows with, first in each object, its current rows
+    (rows.STATE; ``found`` not NULL marks them): one shuffle by object, each object's rows
     together and in processing order. ``rows`` (how many were classified) sizes the
     partitions."""
     from pyspark.sql import functions as F

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from grammar import format_table_key
 from publisher.model.catalogue import Catalogue, Column, NotAClass, Table
 from publisher.model.commands import reference_text
 from publisher.model.value_text import (
@@ -39,9 +40,9 @@ def match_text(key_values: Sequence[str]) -> str:
     return SEPARATOR.join(key_values)
 
 
-def current_match(table: Table, key_names: Sequence[str], row: Mapping[str, Value]) -> str | None:
-    """The text a current row is matched by; None when a key value is NULL or not one of its
-    type, so that the row matches no request."""
+def _key_texts(table: Table, key_names: Sequence[str], row: Mapping[str, Value]) -> list[str] | None:
+    """A current row's key values as key_text gives them; None when one is NULL or not one
+    of its type, so that the row belongs to no object."""
     texts = []
     for name in key_names:
         column, value = table.column(name), row[name]
@@ -51,7 +52,24 @@ def current_match(table: Table, key_names: Sequence[str], row: Mapping[str, Valu
             texts.append(key_text(value, column.xds_type, column.is_char))
         except InvalidValue:
             return None
-    return match_text(texts)
+    return texts
+
+
+def current_match(table: Table, key_names: Sequence[str], row: Mapping[str, Value]) -> str | None:
+    """The text a current row is matched by (None: it matches no request)."""
+    texts = _key_texts(table, key_names, row)
+    return None if texts is None else match_text(texts)
+
+
+def current_key(
+    table: Table, key_names: Sequence[str], row: Mapping[str, Value], names: Sequence[str]
+) -> str | None:
+    """The canonical key of the object a current row belongs to, its ``key_names`` values
+    named ``names`` (its class's key columns: a child table's link columns stand for them);
+    None as for current_match. It is the canonical key of that object's events, so the row
+    travels with them (docs/table-key.md)."""
+    texts = _key_texts(table, key_names, row)
+    return None if texts is None else format_table_key(list(zip(names, texts)))
 
 
 def current_cells(

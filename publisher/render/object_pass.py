@@ -1,5 +1,7 @@
 """The object pass: in the executors, each object's live rows (pipeline.by_object) reduced
-by the rules and its commands rendered, in one Python pass per partition.
+by the rules and its commands rendered, in one Python pass per partition. An object's
+current rows (rows.STATE, reduce/current.py) come first: they are what its query-back
+events read.
 
 What comes out (rows.REDUCED) is one row per command (cmd_time, cmd_id, xml) and one per
 row whose status is not S (record_id, status, reason): a cycle's statuses are S but for
@@ -24,6 +26,12 @@ _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name in EVENT.names)
 
 
+def _cells(found: list | None, children: list) -> list | None:
+    """An object's current state: its row's cells, then its child tables' (None: it has no
+    current row, whatever its child tables hold)."""
+    return None if found is None else found + children
+
+
 def object_pass(
     catalogue: Catalogue,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -44,29 +52,33 @@ def object_pass(
                     out.append(REDUCED.row(record_id=record_id, status=letter, reason=reason))
 
         current: tuple[str, str] | None = None
-        cells: list | None = None
+        found: list | None = None  # the object's current row's cells (None: none read)
+        children: list = []  # its child tables' rows' cells
         events: list[Event] = []
         for batch in batches:
             # Column by column: a dict per row costs more than the rules themselves.
             column = batch.column
             objects = zip(column("table_name").to_pylist(), column("canonical_key").to_pylist())
             values = zip(*(column(name).to_pylist() for name in _EVENT_FIELDS))
-            found = column("found").to_pylist()
-            for index, (obj, is_state, event) in enumerate(zip(objects, found, values)):
+            state = column("found").to_pylist()
+            for index, (obj, is_state, event) in enumerate(zip(objects, state, values)):
                 if obj != current:
                     if events:
-                        publish(current, cells, events)
-                    current, cells, events = obj, None, []
-                if is_state is not None:  # the object's current row, first of its rows
-                    rows = column("cells")[index].as_py() if is_state else None
-                    cells = None if rows is None else [tuple(cell.values()) for cell in rows]
+                        publish(current, _cells(found, children), events)
+                    current, found, children, events = obj, None, [], []
+                if is_state is not None:  # a current row, before the object's events
+                    cells = [tuple(cell.values()) for cell in column("cells")[index].as_py()]
+                    if not is_state:
+                        children += cells
+                    elif found is None:  # a view's key may hold several rows: the first
+                        found = cells
                 else:
                     events.append(Event(*event))
             if len(out) >= _BATCH_ROWS:
                 yield REDUCED.batch(out)
                 out.clear()
         if events:
-            publish(current, cells, events)
+            publish(current, _cells(found, children), events)
         yield REDUCED.batch(out)
 
     return reduce_partition
