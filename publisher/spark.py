@@ -26,6 +26,9 @@ def spark_session(master: str = "local[*]") -> SparkSession:
     from pyspark.sql import SparkSession
 
     jars = ",".join(d.jar for d in DIALECTS.values() if os.path.exists(d.jar))
+    # Arrow's own allocator keeps what the passes free; malloc gives it back, so a Python
+    # worker's memory follows its task. The workers inherit the driver's environment.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     # Quiet start-up: Spark's default logging prints a screen of warnings.
     log_config = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config} {JAVA_OPTIONS}"

@@ -37,9 +37,10 @@ def sorted_run(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object)
     """Write ``commands`` (rows.COMMANDS) to ``sink`` as an Arrow file, in output order;
     how many there were."""
     table = pa.Table.from_batches(list(commands), COMMANDS.arrow)
-    table = table.take(pc.sort_indices(table, sort_keys=_ORDER))
+    order = pc.sort_indices(table, sort_keys=_ORDER)
     with ipc.new_file(sink, COMMANDS.arrow) as writer:
-        writer.write_table(table, max_chunksize=RUN_BATCH_ROWS)
+        for start in range(0, table.num_rows, RUN_BATCH_ROWS):  # one batch copied at a time
+            writer.write_table(table.take(order[start : start + RUN_BATCH_ROWS]))
     return table.num_rows
 
 
@@ -73,15 +74,20 @@ class OrderedCommands:
 
     def __init__(self, runs: Sequence[RunSource]) -> None:
         self.runs = list(runs)
-        keys = [ipc.open_file(run, options=_KEYS).read_all() for run in self.runs]
-        self.total = sum(k.num_rows for k in keys)
-        if not keys:
-            self.ids = self.run_of = self.order = np.empty(0, np.int64)
-            return
-        times = np.concatenate([k.column("cmd_time").to_numpy() for k in keys])
-        self.ids = np.concatenate([k.column("cmd_id").to_numpy() for k in keys])
-        self.run_of = np.repeat(np.arange(len(keys)), [k.num_rows for k in keys])
-        self.order = np.lexsort((self.ids, times))
+        times, ids, owners = [], [], []
+        for number, run in enumerate(self.runs):
+            reader = ipc.open_file(run, options=_KEYS)
+            for index in range(reader.num_record_batches):
+                # A batch is read whole, XML too: copy its keys out and let the rest go.
+                batch = reader.get_batch(index)
+                times.append(batch.column(0).to_numpy().copy())
+                ids.append(batch.column(1).to_numpy().copy())
+                owners.append(np.full(batch.num_rows, number))
+        empty = np.empty(0, np.int64)
+        self.ids = np.concatenate(ids) if ids else empty
+        self.run_of = np.concatenate(owners) if owners else empty
+        self.order = np.lexsort((self.ids, np.concatenate(times))) if times else empty
+        self.total = len(self.order)
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         runs = [_Run(run) for run in self.runs]

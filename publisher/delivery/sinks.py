@@ -105,6 +105,7 @@ class DirectorySink:
 
     def publish(self, commands: OrderedCommands) -> int:
         written: list[tuple[Path, str]] = []  # temporary path, final name
+        renamed = 0
         try:
             for name, xml in self._documents(commands):
                 stream, temporary = create_temporary(self.directory, name)
@@ -115,10 +116,11 @@ class DirectorySink:
                 os.sync()  # one flush of every file written, before any is renamed
             for temporary, name in written:
                 os.replace(temporary, self.directory / name)
+                renamed += 1
         except OSError as exc:
             raise SinkError(f"cannot write in {self.directory}: {exc.strerror or exc}") from exc
         finally:
-            for temporary, _ in written:
+            for temporary, _ in written[renamed:]:
                 temporary.unlink(missing_ok=True)
         if written:
             sync_directory(self.directory)

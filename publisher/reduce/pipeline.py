@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 OBJECT_NAMES = tuple(name for name, _ in OBJECT)
-ROWS_PER_TASK = 250_000  # rows of one object-pass task, at most
+ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
 
 
 def classify_rows(
