@@ -7,6 +7,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from publisher.source.dialects import DIALECTS
 
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ def spark_session(master: str = "local[*]") -> SparkSession:
     # Arrow's own allocator keeps what the passes free; malloc gives it back, so a Python
     # worker's memory follows its task. The workers inherit the driver's environment.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    pa.set_memory_pool(pa.system_memory_pool())  # this process's pyarrow is loaded already
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # the JVM's threads would each get one
     # Quiet start-up: Spark's default logging prints a screen of warnings.
     log_config = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config} {JAVA_OPTIONS}"

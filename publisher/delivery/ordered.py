@@ -24,7 +24,7 @@ from publisher.errors import SinkError
 from publisher.model.rows import COMMANDS, NOTES, SPILLED
 
 CHUNK = 8_192  # commands put in order at once
-RUN_BATCH_ROWS = 4_096  # commands per batch of a run file: what the driver reads at once
+RUN_BATCH_ROWS = 1_024  # commands per batch of a run file: the driver holds one a run
 _ORDER = [("cmd_time", "ascending"), ("cmd_id", "ascending")]
 _KEYS = ipc.IpcReadOptions(included_fields=[0, 1])  # cmd_time, cmd_id
 _XML = ipc.IpcReadOptions(included_fields=[2])
@@ -82,11 +82,16 @@ class OrderedCommands:
                 batch = reader.get_batch(index)
                 times.append(batch.column(0).to_numpy().copy())
                 ids.append(batch.column(1).to_numpy().copy())
-                owners.append(np.full(batch.num_rows, number))
-        empty = np.empty(0, np.int64)
-        self.ids = np.concatenate(ids) if ids else empty
-        self.run_of = np.concatenate(owners) if owners else empty
-        self.order = np.lexsort((self.ids, np.concatenate(times))) if times else empty
+                owners.append(np.full(batch.num_rows, number, np.int32))
+        self.ids = np.concatenate(ids) if ids else np.empty(0, np.int64)
+        self.run_of = np.concatenate(owners) if owners else np.empty(0, np.int32)
+        del ids, owners
+        time_order = np.concatenate(times) if times else np.empty(0)
+        del times
+        # Without future events every cmd_time is 0: the ids alone (each once) give the order.
+        self.order = (
+            np.lexsort((self.ids, time_order)) if time_order.any() else np.argsort(self.ids)
+        )
         self.total = len(self.order)
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:

@@ -16,7 +16,7 @@ from publisher.reduce.status_ranges import id_runs
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 
-ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (but a range for each core)
+ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,7 +31,7 @@ def reduce_on_spark(
         source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
     cores = spark.sparkContext.defaultParallelism
-    ranges = source.pending_ranges(max(cores, min(source.count() // ROWS_PER_RANGE, 4 * cores)))
+    ranges = source.pending_ranges(max(cores, -(-source.count() // ROWS_PER_RANGE)))
     if ranges is None:
         classified = source.pending(spark).mapInArrow(classify, CLASSIFIED.ddl)
     else:
