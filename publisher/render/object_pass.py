@@ -61,13 +61,14 @@ def object_pass(
             objects = zip(column("table_name").to_pylist(), column("canonical_key").to_pylist())
             values = zip(*(column(name).to_pylist() for name in _EVENT_FIELDS))
             state = column("found").to_pylist()
-            for index, (obj, is_state, event) in enumerate(zip(objects, state, values)):
+            current_cells = column("cells").to_pylist()  # at once: a scalar's as_py is slow
+            for obj, is_state, cells_read, event in zip(objects, state, current_cells, values):
                 if obj != current:
                     if events:
                         publish(current, _cells(found, children), events)
                     current, found, children, events = obj, None, [], []
                 if is_state is not None:  # a current row, before the object's events
-                    cells = [tuple(cell.values()) for cell in column("cells")[index].as_py()]
+                    cells = [tuple(cell.values()) for cell in cells_read]
                     if not is_state:
                         children += cells
                     elif found is None:  # a view's key may hold several rows: the first
