@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -173,16 +174,23 @@ def _run(
         progress.close()
 
 
-def _cycle(
-    settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress
-) -> CycleReport:
-    report = CycleReport()
-    phases = Phases(report, progress)
+@contextmanager
+def _work_folder(sink: Sink) -> Iterator[Path]:
+    """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed after."""
     try:
         work = tempfile.TemporaryDirectory(prefix=".xdspub-work-", dir=sink.work_parent)
     except OSError as exc:
         raise SinkError(f"cannot write in {sink.work_parent}: {exc.strerror or exc}") from exc
     with work:
+        yield Path(work.name)
+
+
+def _cycle(
+    settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress
+) -> CycleReport:
+    report = CycleReport()
+    phases = Phases(report, progress)
+    with ExitStack() as scratch:
         if source.count() <= settings.small_cycle_rows:
             from publisher.plans.driver_plan import reduce_in_driver
 
@@ -191,12 +199,13 @@ def _cycle(
             # Spark is imported here, not at module level, so the CLI's --help stays light.
             from publisher.plans.spark_plan import reduce_on_spark
 
+            work = scratch.enter_context(_work_folder(sink))
             started = time.monotonic()
             spark = spark_session(settings.spark_master)
             report.spark_start_seconds = time.monotonic() - started
             report.on_spark = True
             progress.attach(spark)
-            reduced = reduce_on_spark(spark, settings, source, Path(work.name), phases)
+            reduced = reduce_on_spark(spark, settings, source, work, phases)
         phases.begin("writing documents", commands=reduced.commands.total)
         report.commands = reduced.commands.total
         report.documents = sink.publish(reduced.commands)
