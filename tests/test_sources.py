@@ -53,14 +53,16 @@ SEED_004_XDS = [
 ]
 
 
-def test_gbase8s_seed_004_publishes_one_add(tmp_path, spark) -> None:
+@pytest.mark.parametrize("small_cycle_rows", ["10000", "0"], ids=["driver", "spark"])
+def test_gbase8s_seed_004_publishes_one_add(tmp_path, spark, small_cycle_rows) -> None:
     stream = tmp_path / "seed004.cdc"
     stream.write_bytes(SEED_004)
     code, output, out = export(
         tmp_path, "--source", "gbase8s", "--input", str(stream), "--tables", "111=t1",
-        "--keys", "t1=c1",
+        "--keys", "t1=c1", "--small-cycle-rows", small_cycle_rows,
     )
     assert code == 0, output
+    assert ("Spark start" in output) == (small_cycle_rows == "0"), output
     assert commands(out) == SEED_004_XDS
 
 
