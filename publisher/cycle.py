@@ -125,7 +125,8 @@ class _EventLogSource:
         return read_current(spark, self.engine, self.dialect, self.catalogue, table, key_names, wanted)
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
-        return current_table(self.engine, self.dialect, self.catalogue, table, key_names, wanted)
+        schema = self.catalogue.schema if self.dialect.has_schemas else None
+        return current_table(self.engine, schema, table, key_names, wanted)
 
     def acknowledge(self, ranges: list[StatusRange]) -> None:
         write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)

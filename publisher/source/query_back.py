@@ -87,16 +87,11 @@ def read_current(
 
 
 def current_table(
-    engine: sa.Engine,
-    dialect: Dialect,
-    catalogue: Catalogue,
-    table: Table,
-    key_names: Sequence[str],
-    wanted: list[tuple[str, ...]] | None,
+    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str], wanted: list | None
 ) -> pa.Table:
     """``current_select`` read by the driver, for a cycle of few rows: the same columns as
-    ``read_current``'s, every one a string, binary ones bytes."""
-    schema = catalogue.schema if dialect.has_schemas else None
+    ``read_current``'s, every one a string, binary ones bytes. ``schema``: the schema the
+    table is in, where the database has schemas."""
     fields = [
         (c.name, pa.binary() if c.xds_type == value_text.OCTET else pa.string())
         for c in table.columns
