@@ -145,6 +145,9 @@ def test_kill_9_at_any_moment_then_restart_loses_nothing(server, tmp_path):
         poll.kill()
         assert_marked_rows_were_delivered(server, out)
     poll = Poll(server, out, tmp_path / "final.log", "--query-limit", "40")
+    # The killed services may have published the last rows already (small cycles are
+    # quick): stop this one once it runs, not while its interpreter starts.
+    poll.wait_log("lock acquired")
     poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "every row published")
     assert poll.terminate() == 0
     assert_marked_rows_were_delivered(server, out)
