@@ -134,7 +134,7 @@ class DirectorySink:
 def open_sink(out: str, batch_size: int) -> Sink:
     if out == "-":
         return StdoutSink()
-    # Absolute: the executors that write the files may run in another working directory.
+    # Absolute: Spark's executors spill beside it, maybe from another working directory.
     path = Path(out).absolute()
     if path.suffix == ".xml":
         if not path.parent.is_dir():
