@@ -21,10 +21,29 @@ SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 
 DRIVER_MEMORY = "512m"
 # One GC thread and no region bookkeeping: a smaller JVM beside the Python workers.
 JAVA_OPTIONS = "-XX:+UseSerialGC"
+# The driver JVM maps the classes it loads at start from an archive that set-up wrote
+# (class_archive): start-up spends most of its time loading and verifying them. A missing
+# archive, or one another JVM or Spark wrote, is passed over quietly.
+_ARCHIVE_OPTIONS = "-XX:SharedArchiveFile={} -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def class_archive() -> Path:
+    """Where set-up (``python3 -m publisher.spark``) keeps the driver JVM's class archive,
+    one per Spark version."""
+    from pyspark import __version__
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "xdspub" / f"spark-{__version__}.jsa"
+
+
+def spark_session(master: str = "local[*]") -> SparkSession:
+    """The process's session, started on first use and warmed up."""
+    archive = class_archive()
+    return _session(master, _ARCHIVE_OPTIONS.format(archive) if archive.is_file() else "")
 
 
 @lru_cache(maxsize=None)
-def spark_session(master: str = "local[*]") -> SparkSession:
+def _session(master: str, driver_options: str) -> SparkSession:
     from pyspark.sql import SparkSession
 
     jars = ",".join(d.jar for d in DIALECTS.values() if os.path.exists(d.jar))
@@ -45,7 +64,7 @@ def spark_session(master: str = "local[*]") -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.driver.memory", DRIVER_MEMORY)
-        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.driver.extraJavaOptions", f"{java_opts} {driver_options}")
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
@@ -73,3 +92,31 @@ def _warm_up(spark: SparkSession) -> None:
     and forks its workers on its first jobs, a cost of starting, not of the first cycle."""
     cores = spark.sparkContext.defaultParallelism
     spark.range(0, cores, numPartitions=cores).mapInArrow(_loaded, "id BIGINT").collect()
+
+
+def write_class_archive() -> Path:
+    """Start a session in a JVM that archives the classes it loaded when it exits, run a
+    job through a shuffle, stop it, and put the archive in place once the JVM is gone: a
+    JVM given a partly written archive crashes, so only a whole one is ever in place."""
+    from pyspark import SparkContext
+
+    archive = class_archive()
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+    spark = _session("local[*]", f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off")
+    cores = spark.sparkContext.defaultParallelism
+    spark.range(1000).repartition(cores, "id").sortWithinPartitions("id").mapInArrow(
+        _loaded, "id BIGINT"
+    ).collect()
+    gateway = SparkContext._gateway
+    spark.stop()
+    gateway.shutdown()
+    gateway.proc.stdin.close()  # the JVM exits at the end of its input, and then writes
+    gateway.proc.wait()
+    partial.replace(archive)
+    return archive
+
+
+if __name__ == "__main__":  # set-up (install.sh): once per Spark version
+    archive = class_archive()
+    print(f"Spark's class archive: {archive if archive.is_file() else write_class_archive()}")
