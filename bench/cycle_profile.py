@@ -20,6 +20,7 @@ from publisher.delivery.ordered import spill_writer, spilled_commands
 from publisher.model.rows import CLASSIFIED, SPILLED
 from publisher.plans.spark_plan import ROWS_PER_RANGE
 from publisher.reduce import pipeline as p
+from publisher.reduce.census import census_parts, counted, whole
 from publisher.reduce.current import current_state
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
@@ -74,27 +75,26 @@ def main() -> None:
     print(f"JDBC read of the pending rows: {_seconds(lambda: noop(pending)):.2f} s")
     fixed = {}
 
+    parts = census_parts(spark.sparkContext)
+
     def classified() -> None:
         if ranges is None:
-            rows = pending.mapInArrow(classify, CLASSIFIED.ddl)
+            rows = pending.mapInArrow(counted(classify, parts), CLASSIFIED.ddl)
         else:
             rows = spark.range(len(ranges), numPartitions=len(ranges)).mapInArrow(
-                p.read_and_classify(ranges, classify), CLASSIFIED.ddl
+                counted(p.read_and_classify(ranges, classify), parts), CLASSIFIED.ddl
             )
         fixed["rows"] = rows.localCheckpoint(eager=True)
 
     how = "JDBC" if ranges is None else f"COPY in {len(ranges)} ranges"
-    print(f"read ({how}) and classify, checkpointed: {_seconds(classified):.2f} s")
-    rows = fixed["rows"].count()
+    print(f"read ({how}), classify and census, checkpointed: {_seconds(classified):.2f} s")
+    census = whole(parts.value)
+    rows = census.rows
 
     def read(table, key_names, wanted):
         return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
 
-    def state() -> None:
-        shapes = p.census(fixed["rows"]).shapes
-        fixed["state"] = current_state(spark, p.query_back_requests(fixed["rows"]), shapes, catalogue, read)
-
-    print(f"census and query-back plan (collects shapes and keys): {_seconds(state):.2f} s")
+    fixed["state"] = current_state(spark, census.wanted, catalogue, read)
     print(f"query-back state: {_seconds(lambda: noop(fixed['state'])):.2f} s")
     by_object = p.by_object(fixed["rows"], fixed["state"], rows)
     print(f"+ shuffle by object, sort: {_seconds(lambda: noop(by_object)):.2f} s")

@@ -11,7 +11,6 @@ that every module builds a row by its columns' names, never by position.
     REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
     SPILLED     what a spill writer reports: its file of commands, a row not S, or a failure
-    RUNS        runs of consecutive record_ids (reduce/status_ranges.py)
     NOTES       rows whose status is not S, and why
 """
 
@@ -133,4 +132,3 @@ SPILLED = RowShape(
     ),
 )
 NOTES = RowShape("Note", (("record_id", "BIGINT"), ("status", "STRING"), ("reason", "STRING")))
-RUNS = RowShape("Run", (("low", "BIGINT"), ("high", "BIGINT")))

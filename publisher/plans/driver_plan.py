@@ -10,17 +10,16 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from publisher.delivery.ordered import in_memory, split_reduced
+from publisher.delivery.ordered import Note, in_memory, split_reduced
 from publisher.model.rows import CLASSIFIED, OBJECT_ROWS
-from publisher.model.statuses import Status
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
+from publisher.reduce.census import Census
 from publisher.reduce.current import current_pass
-from publisher.reduce.status_ranges import consecutive_runs
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
-from publisher.source.query_back import KEYED_READ_LIMIT
 
 BATCH_ROWS = 10_000  # rows per Arrow batch through the passes, as Spark's tasks get them
 
@@ -29,17 +28,13 @@ def _batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
     return iter(table.to_batches(BATCH_ROWS))
 
 
-def _state(source: CycleSource, live: list[dict]) -> list[dict]:
+def _state(source: CycleSource, census: Census) -> list[dict]:
     """The current rows (rows.STATE) of the objects the live query-back events name, and
     of their child tables: read by key when few, else whole, as on Spark."""
-    wanted: dict[str, set[tuple[str, ...]]] = defaultdict(set)
-    for row in live:
-        if row["key_pairs"] is not None:
-            wanted[row["table_name"]].add(tuple(pair["value"] for pair in row["key_pairs"]))
     state = []
-    for table_name, keys in wanted.items():
+    for table_name, keys in census.wanted.items():
         table = source.catalogue.tables[table_name]
-        keyed = sorted(keys) if len(keys) <= KEYED_READ_LIMIT else None
+        keyed = None if keys is None else sorted(keys)
         for part in (table, *table.children()):
             rows = source.current_rows(part, part.key_columns, keyed)
             for batch in current_pass(source.catalogue, table, part)(_batches(rows)):
@@ -71,21 +66,18 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     classify = p.classify_rows(
         catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
-    pending = source.pending_rows()
-    classified = pa.Table.from_batches(list(classify(_batches(pending))), CLASSIFIED.arrow)
-    rows = classified.to_pylist()
-    phases.begin("reducing and rendering", rows=len(rows))
-    live = [row for row in rows if row["status"] is None]
-    rejected = [
-        p.Note(row["record_id"], row["status"], row["reason"])
-        for row in rows if row["status"] == Status.ERROR
-    ]
-    objects = _object_rows(live, _state(source, live))
+    census = Census()
+    classified = []
+    for batch in classify(_batches(source.pending_rows())):
+        census.add(batch)
+        classified.append(batch)
+    phases.begin("reducing and rendering", rows=census.rows)
+    live = pa.Table.from_batches(classified, CLASSIFIED.arrow).filter(pc.field("status").is_null())
+    objects = _object_rows(live.to_pylist(), _state(source, census))
     commands, noted = [], []
     for batch in object_pass(catalogue)(_batches(objects)):
         rendered, notes = split_reduced(batch)
         commands.append(rendered)
         noted += notes
-    lows, highs = consecutive_runs(classified.column("record_id").to_numpy())
-    runs = list(zip(lows.tolist(), highs.tolist()))
-    return Reduced(in_memory(commands), runs, sorted([*rejected, *noted]))
+    rejected = [Note(*row) for row in census.rejected]
+    return Reduced(in_memory(commands), census.runs, sorted([*rejected, *noted]))

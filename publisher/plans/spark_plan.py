@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from publisher.delivery.ordered import spill_writer, spilled_commands
+from publisher.delivery.ordered import Note, spill_writer, spilled_commands
 from publisher.model.rows import CLASSIFIED, SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
+from publisher.reduce.census import census_parts, counted, whole
 from publisher.reduce.current import current_state
-from publisher.reduce.status_ranges import id_runs
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 
@@ -32,27 +32,27 @@ def reduce_on_spark(
     )
     cores = spark.sparkContext.defaultParallelism
     ranges = source.pending_ranges(max(cores, -(-source.count() // ROWS_PER_RANGE)))
+    parts = census_parts(spark.sparkContext)
     if ranges is None:
-        classified = source.pending(spark).mapInArrow(classify, CLASSIFIED.ddl)
+        classified = source.pending(spark).mapInArrow(counted(classify, parts), CLASSIFIED.ddl)
     else:
         numbers = spark.range(len(ranges), numPartitions=len(ranges))
-        classified = numbers.mapInArrow(p.read_and_classify(ranges, classify), CLASSIFIED.ddl)
-    # Fixed once: the query-back requests, the object pass and the statuses all read it.
+        read_classify = p.read_and_classify(ranges, classify)
+        classified = numbers.mapInArrow(counted(read_classify, parts), CLASSIFIED.ddl)
+    # Classified once, its census taken on the way; the object pass reads it after.
     classified = classified.localCheckpoint(eager=True)
+    census = whole(parts.value)
 
     def read(table, key_names, wanted):
         return source.read_current(spark, table, key_names, wanted)
 
-    census = p.census(classified)
     phases.begin("reducing and rendering", rows=census.rows)
-    state = current_state(
-        spark, p.query_back_requests(classified), census.shapes, source.catalogue, read
-    )
+    state = current_state(spark, census.wanted, source.catalogue, read)
     reports = (
         p.by_object(classified, state, census.rows)
         .mapInArrow(spill_writer(str(work), object_pass(source.catalogue)), SPILLED.ddl)
         .collect()
     )
     commands, noted = spilled_commands(reports)
-    runs = [(census.low, census.high)] if census.contiguous else id_runs(classified)
-    return Reduced(commands, runs, sorted([*census.rejected, *noted]))
+    rejected = [Note(*row) for row in census.rejected]
+    return Reduced(commands, census.runs, sorted([*rejected, *noted]))

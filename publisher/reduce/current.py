@@ -11,29 +11,17 @@ asked for that has no current row has no STATE row: the object pass sees it vani
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import STATE
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
-from publisher.source.query_back import KEYED_READ_LIMIT
 
 # (table, key column names, the wanted keys' text values or None for all) -> raw rows
 ReadTable = Callable[[Table, Sequence[str], "list[tuple[str, ...]] | None"], DataFrame]
-
-
-@dataclass(frozen=True)
-class RequestShape:
-    """The query-back requests of one table by one set of key columns."""
-
-    table_name: str
-    key_names: tuple[str, ...]
-    objects: int  # an estimate: it says whether the keys are worth collecting
 
 
 def current_pass(
@@ -62,28 +50,19 @@ def current_pass(
 
 def current_state(
     spark: SparkSession,
-    requests: DataFrame,
-    shapes: Sequence[RequestShape],
+    wanted: Mapping[str, Collection[tuple[str, ...]] | None],
     catalogue: Catalogue,
     read: ReadTable,
 ) -> DataFrame:
-    """The current rows (rows.STATE) of the requested objects' tables, and of their child
-    tables (``requests``: table_name, canonical_key, key_pairs in the table's key order, of
-    ``shapes``). Few objects are read by key; more, and the tables are read whole."""
+    """The current rows (rows.STATE) of the objects ``wanted`` names (table name -> their
+    keys' values, None for too many to name; census.py), and of their tables' child tables:
+    read by key, or whole."""
     parts = []
-    for shape in shapes:
-        table = catalogue.tables[shape.table_name]
-        names = list(shape.key_names)
-        keys = None  # the exact count decides between a keyed and a whole read
-        if shape.objects <= 2 * KEYED_READ_LIMIT:
-            wanted = requests.where(
-                (F.col("table_name") == table.name)
-                & (F.transform("key_pairs", lambda p: p["column"]) == F.array(*map(F.lit, names)))
-            ).select(F.transform("key_pairs", lambda p: p["value"]).alias("key_values"))
-            found = [tuple(r.key_values) for r in wanted.distinct().collect()]
-            keys = found if len(found) <= KEYED_READ_LIMIT else None
+    for table_name, keys in wanted.items():
+        table = catalogue.tables[table_name]
+        keyed = None if keys is None else sorted(keys)
         for part in (table, *table.children()):
-            rows = read(part, part.key_columns, keys)
+            rows = read(part, part.key_columns, keyed)
             parts.append(rows.mapInArrow(current_pass(catalogue, table, part), STATE.ddl))
     if not parts:
         return spark.createDataFrame([], STATE.ddl)

@@ -5,9 +5,8 @@ around one shuffle by object.
                       when it is consumed unpublished (loopback) or rejected (E)
     read_and_classify the same in the task that reads the rows, where the workers read
                       them themselves (COPY)
-    census            how many rows, their record_id bounds, the E rows and the
-                      query-back shapes, in one pass
-    query_back_requests   the objects that live query-back events name
+    (census.py        what the classifying tasks learn on the way: the record_id runs,
+                      the E rows, the objects query-back asks for)
     by_object         the live rows and the current rows of their tables (current.py),
                       shuffled once by object and sorted in processing order, for the
                       object pass
@@ -19,23 +18,21 @@ that the row-at-a-time publisher of bench/ runs too."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
-from publisher.model.rows import CLASSIFIED, EVENT, NOTES, OBJECT, OBJECT_ROWS, STATE
+from publisher.model.rows import CLASSIFIED, EVENT, OBJECT, OBJECT_ROWS, STATE
 from publisher.model.statuses import Status
-from publisher.reduce.current import RequestShape
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
 from publisher.source.copy_read import CopyRanges
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 OBJECT_NAMES = tuple(name for name, _ in OBJECT)
 ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
@@ -97,72 +94,6 @@ def read_and_classify(
                 yield from classify(ranges.read(index))
 
     return read
-
-
-Note = NOTES.row  # a row whose status is not S, and why
-
-
-@dataclass(frozen=True)
-class Census:
-    """What a cycle learns of its classified rows before reducing them."""
-
-    rows: int
-    low: int | None  # record_ids, None when there are no rows
-    high: int | None
-    shapes: tuple[RequestShape, ...]  # of the live query-back events
-    rejected: tuple[Note, ...]  # the E rows: few
-
-    @property
-    def contiguous(self) -> bool:
-        """As many rows as record_ids from the first to the last: one run of ids."""
-        return bool(self.rows) and self.rows == self.high - self.low + 1
-
-
-def _asks(classified: DataFrame) -> Column:
-    """Where a row is a live query-back event."""
-    return classified.status.isNull() & classified.key_pairs.isNotNull()
-
-
-def census(classified: DataFrame) -> Census:
-    """One pass over the classified rows: their count and record_id bounds, the rejected
-    rows, and which tables the query-back events ask by which key columns, for about how
-    many objects."""
-    from pyspark.sql import functions as F
-
-    asks = _asks(classified)
-    groups = (
-        classified.groupBy(
-            F.when(asks, classified.table_name).alias("table_name"),
-            F.when(asks, F.transform("key_pairs", lambda p: p["column"])).alias("key_names"),
-        )
-        .agg(
-            F.count("*").alias("rows"),
-            F.min("record_id").alias("low"),
-            F.max("record_id").alias("high"),
-            F.approx_count_distinct(F.when(asks, classified.canonical_key)).alias("objects"),
-            F.collect_list(
-                F.when(classified.status == Status.ERROR, F.struct(*NOTES.names))
-            ).alias("rejected"),
-        )
-        .collect()
-    )
-    return Census(
-        rows=sum(g.rows for g in groups),
-        low=min((g.low for g in groups), default=None),
-        high=max((g.high for g in groups), default=None),
-        shapes=tuple(
-            RequestShape(g.table_name, tuple(g.key_names), g.objects)
-            for g in groups
-            if g.table_name is not None
-        ),
-        rejected=tuple(Note(**r.asDict()) for g in groups for r in g.rejected),
-    )
-
-
-def query_back_requests(classified: DataFrame) -> DataFrame:
-    """(table_name, canonical_key, key_pairs) of the live query-back events: every object
-    they query back, once or more."""
-    return classified.where(_asks(classified)).select(*OBJECT_NAMES, "key_pairs")
 
 
 def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:

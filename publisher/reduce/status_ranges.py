@@ -3,21 +3,15 @@ write-back is a few range statements, not one per row (docs/statuses.md).
 
 A cycle's rows are S but for a few (E and W, which the driver holds anyway to report them).
 So the ranges are the runs of consecutive record_ids read, found in each read partition
-with numpy, cut where those few lie: no shuffle."""
+with numpy (reduce/census.py), cut where those few lie: no shuffle."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 import numpy as np
-import pyarrow as pa
 
-from publisher.model.rows import RUNS
 from publisher.model.statuses import Status, StatusRange
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
 
 def consecutive_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,18 +25,11 @@ def consecutive_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids[starts], ids[ends]
 
 
-def _runs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    ids = np.concatenate([b.column(0).to_numpy() for b in batches] or [np.empty(0, np.int64)])
-    if len(ids):
-        lows, highs = consecutive_runs(ids)
-        yield pa.RecordBatch.from_arrays([pa.array(lows), pa.array(highs)], schema=RUNS.arrow)
-
-
-def id_runs(rows: DataFrame) -> list[tuple[int, int]]:
-    """Maximal runs (low, high) of consecutive record_ids among ``rows``, in order."""
-    runs = rows.select("record_id").mapInArrow(_runs, RUNS.ddl).collect()
+def merge_runs(runs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Runs of consecutive record_ids (low, high; disjoint, any order) as the maximal ones
+    they make, in order."""
     merged: list[tuple[int, int]] = []
-    for low, high in sorted((r.low, r.high) for r in runs):
+    for low, high in sorted(runs):
         if merged and merged[-1][1] + 1 == low:
             merged[-1] = (merged[-1][0], high)
         else:

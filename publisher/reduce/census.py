@@ -1,0 +1,109 @@
+"""What a cycle must know of its classified rows before the shuffle by object, learnt as
+they are classified: the runs of record_ids read, the E rows, and the objects that live
+query-back events ask for, by table. On Spark each classifying task adds its part to an
+accumulator, by partition, so a task run twice counts once; no job of its own.
+
+The wanted objects decide how query-back reads a table (reduce/current.py): by key when
+at most KEYED_READ_LIMIT objects are asked, else whole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from publisher.model.rows import NOTES
+from publisher.model.statuses import Status
+from publisher.reduce.status_ranges import consecutive_runs, merge_runs
+from publisher.source.query_back import KEYED_READ_LIMIT
+
+Keys = set[tuple[str, ...]]  # key values in the table's key column order
+
+
+@dataclass
+class Census:
+    """A census of classified rows; ``add`` one batch of rows.CLASSIFIED, ``merge`` another
+    census."""
+
+    runs: list[tuple[int, int]] = field(default_factory=list)  # record_ids, as runs
+    rejected: list[tuple] = field(default_factory=list)  # the E rows as NOTES, plain tuples
+    # table name -> the asked objects' keys, or None when more than KEYED_READ_LIMIT
+    wanted: dict[str, Keys | None] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return sum(high - low + 1 for low, high in self.runs)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:
+            return
+        lows, highs = consecutive_runs(batch.column("record_id").to_numpy())
+        self.runs = merge_runs([*self.runs, *zip(lows.tolist(), highs.tolist())])
+        status = batch.column("status")
+        errors = batch.filter(pc.equal(status, Status.ERROR))
+        self.rejected += zip(*(errors.column(n).to_pylist() for n in NOTES.names))
+        asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
+        tables = asks.column("table_name")
+        for table_name in pc.unique(tables).to_pylist():
+            if self.wanted.get(table_name, ()) is None:
+                continue  # many already
+            pairs = asks.filter(pc.equal(tables, table_name)).column("key_pairs")
+            values = pc.struct_field(pc.list_flatten(pairs), "value")
+            offsets = pc.subtract(pairs.offsets, pairs.offsets[0])
+            keys = pa.ListArray.from_arrays(offsets, values).to_pylist()
+            self._want(table_name, set(map(tuple, keys)))
+
+    def _want(self, table_name: str, keys: Keys | None) -> None:
+        known = self.wanted.get(table_name, set())
+        both = None if known is None or keys is None else known | keys
+        self.wanted[table_name] = both if both is not None and len(both) <= KEYED_READ_LIMIT else None
+
+    def merge(self, other: Census) -> Census:
+        self.runs = merge_runs([*self.runs, *other.runs])
+        self.rejected += other.rejected
+        for table_name, keys in other.wanted.items():
+            self._want(table_name, keys)
+        return self
+
+
+def counted(
+    classify: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], parts
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``classify`` (a mapInArrow body giving rows.CLASSIFIED) that also adds its task's
+    census to the accumulator ``parts`` (of census_parts), as {partition: Census}."""
+
+    def classify_counting(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        census = Census()
+        for batch in classify(batches):
+            census.add(batch)
+            yield batch
+        parts.add({TaskContext.get().partitionId(): census})
+
+    return classify_counting
+
+
+def census_parts(spark_context):
+    """An accumulator of the classifying tasks' censuses, by partition."""
+    from pyspark.accumulators import AccumulatorParam
+
+    class ByPartition(AccumulatorParam):
+        def zero(self, value: dict) -> dict:
+            return {}
+
+        def addInPlace(self, value: dict, more: dict) -> dict:
+            value.update(more)  # a task run again replaces its part
+            return value
+
+    return spark_context.accumulator({}, ByPartition())
+
+
+def whole(parts: dict[int, Census]) -> Census:
+    """The cycle's census from its tasks' parts."""
+    census = Census()
+    for part in parts.values():
+        census.merge(part)
+    return census
