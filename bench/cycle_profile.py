@@ -24,6 +24,7 @@ from publisher.reduce.census import census_parts, counted, whole
 from publisher.reduce.current import current_state
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
+from publisher.source.copy_read import ranges_through
 from publisher.source.database import connect
 from publisher.source.event_log import (
     open_event_log,
@@ -31,7 +32,7 @@ from publisher.source.event_log import (
     pending_ranges,
     read_pending,
 )
-from publisher.source.query_back import read_current
+from publisher.source.query_back import current_ranges, read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
 
@@ -82,7 +83,7 @@ def main() -> None:
             rows = pending.mapInArrow(counted(classify, parts), CLASSIFIED.ddl)
         else:
             rows = spark.range(len(ranges), numPartitions=len(ranges)).mapInArrow(
-                counted(p.read_and_classify(ranges, classify), parts), CLASSIFIED.ddl
+                counted(ranges_through(ranges, classify), parts), CLASSIFIED.ddl
             )
         fixed["rows"] = rows.localCheckpoint(eager=True)
 
@@ -94,7 +95,10 @@ def main() -> None:
     def read(table, key_names, wanted):
         return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
 
-    fixed["state"] = current_state(spark, census.wanted, catalogue, read)
+    def ranged(table, key_names):
+        return current_ranges(engine, dialect, catalogue, table, key_names, lambda rows: max(cores, -(-rows // ROWS_PER_RANGE)))
+
+    fixed["state"] = current_state(spark, census.wanted, catalogue, read, ranged)
     print(f"query-back state: {_seconds(lambda: noop(fixed['state'])):.2f} s")
     by_object = p.by_object(fixed["rows"], fixed["state"], rows)
     print(f"+ shuffle by object, sort: {_seconds(lambda: noop(by_object)):.2f} s")

@@ -41,7 +41,7 @@ from publisher.source.event_log import (
     pending_rows,
     read_pending,
 )
-from publisher.source.query_back import current_table, read_current
+from publisher.source.query_back import current_ranges, current_table, read_current
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
 
@@ -124,6 +124,11 @@ class _EventLogSource:
     ) -> DataFrame:
         return read_current(spark, self.engine, self.dialect, self.catalogue, table, key_names, wanted)
 
+    def current_ranges(
+        self, table: Table, key_names: Sequence[str], parts: Callable[[int], int]
+    ) -> CopyRanges | None:
+        return current_ranges(self.engine, self.dialect, self.catalogue, table, key_names, parts)
+
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
         return current_table(self.engine, schema, table, key_names, wanted)
@@ -156,6 +161,11 @@ class _StagedSource:
     def read_current(
         self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
     ) -> DataFrame:
+        raise AssertionError("change formats have no query-back events")
+
+    def current_ranges(
+        self, table: Table, key_names: Sequence[str], parts: Callable[[int], int]
+    ) -> None:
         raise AssertionError("change formats have no query-back events")
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:

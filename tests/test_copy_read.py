@@ -1,7 +1,7 @@
 """PostgreSQL's pending rows read with COPY in ranges (source/copy_read.py, the Spark plan)
 are the rows the driver reads with SQLAlchemy (the driver plan), value for value: CSV's
 quoting, NULL against the empty string, line breaks, and text cut to the Maximum Value
-Length."""
+Length; and so are a query-back table's current rows, binary columns too."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from publisher.source.event_log import (
     pending_ranges,
     pending_rows,
 )
+from publisher.source.query_back import current_ranges, current_table
+from publisher.source.schema import reflect_catalogue
 from tests.conftest import make_sample_db
 
 TRICKY = [
@@ -69,3 +71,26 @@ def test_no_ranges_where_the_database_has_no_copy(tmp_path):
     bounds = pending_bounds(db.engine, log, db.dialect, db.settings)
     assert pending_ranges(db.engine, log, db.dialect, db.settings, bounds, 2) is None
     db.drop()
+
+
+def test_a_whole_current_table_read_in_ranges_is_what_the_driver_reads(pg_log):
+    photos = [None, b"", bytes(range(256)), b"\\x00"]
+    for idu, text in enumerate(TRICKY, start=1):
+        pg_log.execute(
+            f"INSERT INTO {pg_log.table('usr')} (idu, fname, lname, photo) "
+            "VALUES (:idu, :fname, :lname, :photo)",
+            idu=idu * 7, fname=text[:64], lname=text[:64], photo=photos[idu % len(photos)],
+        )
+    catalogue = reflect_catalogue(
+        pg_log.engine, pg_log.dialect, pg_log.schema, "indirect_process", 1
+    )
+    usr = catalogue.tables["usr"]
+    ranges = current_ranges(
+        pg_log.engine, pg_log.dialect, catalogue, usr, usr.key_columns, lambda rows: 3
+    )
+    assert len(ranges) == 3
+    read = pa.Table.from_batches([b for index in range(3) for b in ranges.read(index)])
+    expected = current_table(pg_log.engine, pg_log.schema, usr, usr.key_columns, None)
+    assert read.schema == expected.schema
+    assert read.sort_by("idu").to_pylist() == expected.sort_by("idu").to_pylist()
+    assert read.num_rows == len(TRICKY)

@@ -8,7 +8,7 @@ bodies in publisher/reduce and publisher/render; they differ in how rows travel.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -48,6 +48,12 @@ class CycleSource(Protocol):
         self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
     ) -> DataFrame:
         """The current rows of ``table`` for query-back (current.ReadTable)."""
+
+    def current_ranges(
+        self, table: Table, key_names: Sequence[str], parts: Callable[[int], int]
+    ) -> CopyRanges | None:
+        """The whole of ``table`` (as ``read_current``'s rows) in ``parts(rows)`` ranges the
+        executors read themselves, or None where they cannot."""
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         """The same, read by the driver."""

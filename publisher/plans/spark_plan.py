@@ -15,6 +15,7 @@ from publisher.reduce.census import census_parts, counted, whole
 from publisher.reduce.current import current_state
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
+from publisher.source.copy_read import ranges_through
 
 ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 
@@ -31,13 +32,17 @@ def reduce_on_spark(
         source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
     cores = spark.sparkContext.defaultParallelism
-    ranges = source.pending_ranges(max(cores, -(-source.count() // ROWS_PER_RANGE)))
+
+    def parts_for(rows: int) -> int:
+        return max(cores, -(-rows // ROWS_PER_RANGE))
+
+    ranges = source.pending_ranges(parts_for(source.count()))
     parts = census_parts(spark.sparkContext)
     if ranges is None:
         classified = source.pending(spark).mapInArrow(counted(classify, parts), CLASSIFIED.ddl)
     else:
         numbers = spark.range(len(ranges), numPartitions=len(ranges))
-        read_classify = p.read_and_classify(ranges, classify)
+        read_classify = ranges_through(ranges, classify)
         classified = numbers.mapInArrow(counted(read_classify, parts), CLASSIFIED.ddl)
     # Classified once, its census taken on the way; the object pass reads it after.
     classified = classified.localCheckpoint(eager=True)
@@ -46,8 +51,11 @@ def reduce_on_spark(
     def read(table, key_names, wanted):
         return source.read_current(spark, table, key_names, wanted)
 
+    def ranged(table, key_names):
+        return source.current_ranges(table, key_names, parts_for)
+
     phases.begin("reducing and rendering", rows=census.rows)
-    state = current_state(spark, census.wanted, source.catalogue, read)
+    state = current_state(spark, census.wanted, source.catalogue, read, ranged)
     reports = (
         p.by_object(classified, state, census.rows)
         .mapInArrow(spill_writer(str(work), object_pass(source.catalogue)), SPILLED.ddl)

@@ -19,9 +19,12 @@ from pyspark.sql import DataFrame, SparkSession
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import STATE
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
+from publisher.source.copy_read import CopyRanges, ranges_through
 
 # (table, key column names, the wanted keys' text values or None for all) -> raw rows
 ReadTable = Callable[[Table, Sequence[str], "list[tuple[str, ...]] | None"], DataFrame]
+# (table, key column names) -> the whole table as ranges the workers read, or None
+RangeTable = Callable[[Table, Sequence[str]], "CopyRanges | None"]
 
 
 def current_pass(
@@ -53,17 +56,24 @@ def current_state(
     wanted: Mapping[str, Collection[tuple[str, ...]] | None],
     catalogue: Catalogue,
     read: ReadTable,
+    ranged: RangeTable,
 ) -> DataFrame:
     """The current rows (rows.STATE) of the objects ``wanted`` names (table name -> their
     keys' values, None for too many to name; census.py), and of their tables' child tables:
-    read by key, or whole."""
+    read by key, or whole; a whole table in ranges the workers read where it can be."""
     parts = []
     for table_name, keys in wanted.items():
         table = catalogue.tables[table_name]
         keyed = None if keys is None else sorted(keys)
         for part in (table, *table.children()):
-            rows = read(part, part.key_columns, keyed)
-            parts.append(rows.mapInArrow(current_pass(catalogue, table, part), STATE.ddl))
+            body = current_pass(catalogue, table, part)
+            ranges = None if keyed is not None else ranged(part, part.key_columns)
+            if ranges is None:
+                rows = read(part, part.key_columns, keyed)
+                parts.append(rows.mapInArrow(body, STATE.ddl))
+            else:
+                numbers = spark.range(len(ranges), numPartitions=len(ranges))
+                parts.append(numbers.mapInArrow(ranges_through(ranges, body), STATE.ddl))
     if not parts:
         return spark.createDataFrame([], STATE.ddl)
     state = parts[0]

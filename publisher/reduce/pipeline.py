@@ -3,8 +3,6 @@ around one shuffle by object.
 
     classify_rows     each read partition as it comes: every row's event, or its status
                       when it is consumed unpublished (loopback) or rejected (E)
-    read_and_classify the same in the task that reads the rows, where the workers read
-                      them themselves (COPY)
     (census.py        what the classifying tasks learn on the way: the record_id runs,
                       the E rows, the objects query-back asks for)
     by_object         the live rows and the current rows of their tables (current.py),
@@ -29,7 +27,6 @@ from publisher.model.statuses import Status
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
-from publisher.source.copy_read import CopyRanges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -78,22 +75,6 @@ def classify_rows(
             yield CLASSIFIED.batch([classified(row) for row in batch.to_pylist()])
 
     return classify_batches
-
-
-def read_and_classify(
-    ranges: CopyRanges,
-    classify: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body over range numbers (spark.range): each range's rows read here
-    (source/copy_read.py) and classified as they come, one pass from database to
-    rows.CLASSIFIED."""
-
-    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                yield from classify(ranges.read(index))
-
-    return read
 
 
 def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:

@@ -6,7 +6,7 @@ Python). Spark's JDBC source stays the way for databases without COPY."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -47,6 +47,7 @@ class CopyRanges:
     conninfo: str  # libpq connection string
     statements: tuple[str, ...]  # one COPY statement per range
     schema: pa.Schema  # the query's columns, in order, as Arrow reads them
+    hex_columns: tuple[str, ...] = ()  # binary columns: COPY writes them as \x and hex digits
 
     def __len__(self) -> int:
         return len(self.statements)
@@ -55,12 +56,15 @@ class CopyRanges:
         """The rows of range ``index``, as Arrow batches of ``schema``."""
         import psycopg
 
+        text_schema = pa.schema(
+            [pa.field(f.name, pa.string()) if f.name in self.hex_columns else f for f in self.schema]
+        )
         options = {
             "read": pacsv.ReadOptions(column_names=self.schema.names, block_size=BLOCK_BYTES),
             # COPY's CSV: NULL is an empty field, an empty string a quoted one.
             "parse": pacsv.ParseOptions(newlines_in_values=True),
             "convert": pacsv.ConvertOptions(
-                column_types=self.schema,
+                column_types=text_schema,
                 strings_can_be_null=True,
                 quoted_strings_can_be_null=False,
                 null_values=[""],
@@ -76,7 +80,40 @@ class CopyRanges:
                     convert_options=options["convert"],
                 )
                 for batch in reader:
-                    yield batch.cast(self.schema) if batch.schema != self.schema else batch
+                    if batch.schema != text_schema:
+                        batch = batch.cast(text_schema)
+                    yield self._binary(batch) if self.hex_columns else batch
+
+    def _binary(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        columns = [
+            _unhex(batch.column(name)) if name in self.hex_columns else batch.column(name)
+            for name in self.schema.names
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _unhex(texts: pa.Array) -> pa.Array:
+    return pa.array([None if t is None else bytes.fromhex(t[2:]) for t in texts.to_pylist()], pa.binary())
+
+
+def even_ranges(low: int, high: int, parts: int) -> list[tuple[int, int]]:
+    """``low`` to ``high`` (inclusive) in ``parts`` ranges of one size, the last shorter."""
+    size = -(-(high - low + 1) // parts)
+    return [(start, min(start + size - 1, high)) for start in range(low, high + 1, size)]
+
+
+def ranges_through(
+    ranges: CopyRanges, body: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow body over range numbers (spark.range): each range's rows read here and
+    put through ``body`` as they come, one pass from the database to ``body``'s rows."""
+
+    def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in numbers:
+            for index in batch.column(0).to_pylist():
+                yield from body(ranges.read(index))
+
+    return read
 
 
 def copy_ranges(
@@ -85,8 +122,10 @@ def copy_ranges(
     schema: pa.Schema,
     column: str,
     ranges: list[tuple[int, int]],
+    hex_columns: tuple[str, ...] = (),
 ) -> CopyRanges:
-    """``query`` read in ``ranges`` (inclusive) of its integer ``column``."""
+    """``query`` read in ``ranges`` (inclusive) of its integer ``column``; ``hex_columns``
+    are binary."""
     sql = jdbc_sql(query, engine)
     statements = tuple(
         f"COPY (SELECT * FROM ({sql}) AS ranged WHERE {column} BETWEEN {low} AND {high}) "
@@ -94,4 +133,4 @@ def copy_ranges(
         for low, high in ranges
     )
     url = engine.url.set(drivername="postgresql", query={})
-    return CopyRanges(url.render_as_string(hide_password=False), statements, schema)
+    return CopyRanges(url.render_as_string(hide_password=False), statements, schema, hex_columns)

@@ -14,7 +14,7 @@ from publisher.model.events import EVENT_LOG_COLUMNS
 from publisher.model.rows import PENDING
 from publisher.model.statuses import Status
 from publisher.settings import Settings
-from publisher.source.copy_read import CopyRanges, copy_ranges
+from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
 from publisher.source.database import database_text
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
@@ -134,8 +134,7 @@ def pending_ranges(
     themselves (source/copy_read.py); None where the database has no COPY."""
     if not dialect.copy_reads or not bounds.rows:
         return None
-    size = -(-(bounds.high - bounds.low + 1) // parts)
-    ranges = [(low, min(low + size - 1, bounds.high)) for low in range(bounds.low, bounds.high + 1, size)]
+    ranges = even_ranges(bounds.low, bounds.high, parts)
     return copy_ranges(engine, pending_select(log, dialect, settings), PENDING.arrow, "record_id", ranges)
 
 

@@ -7,7 +7,7 @@ never spliced into the SQL; names come from the reflected catalogue only."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
+from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
 from publisher.source.database import database_text
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
@@ -68,22 +69,57 @@ def read_current(
     """``current_select`` through Spark's JDBC source: every column a string, binary ones
     bytes. A whole read of a table with an integer key is split in ranges of it."""
     schema = catalogue.schema if dialect.has_schemas else None
-    split = raw = None
-    if wanted is None and table.column(key_names[0]).xds_type == value_text.INT:
-        raw = key_names[0]
-        source = sa.table(table.name, sa.column(raw), schema=schema)
-        key = source.c[raw]
-        with engine.connect() as conn:
-            low, high, rows = conn.execute(
-                sa.select(sa.func.min(key), sa.func.max(key), sa.func.count()).select_from(source)
-            ).one()
-        split = (raw, low, high, rows) if rows else None
-    query = current_select(table, schema, key_names, wanted, raw)
+    split = _split(engine, schema, table, key_names) if wanted is None else None
+    query = current_select(table, schema, key_names, wanted, split and split[0])
     columns = ", ".join(
         f"`{c.name}` {'BINARY' if c.xds_type == value_text.OCTET else 'STRING'}"
         for c in table.columns
     )
     return read_query(spark, engine, dialect, query, columns, split)
+
+
+def current_ranges(
+    engine: sa.Engine,
+    dialect: Dialect,
+    catalogue: Catalogue,
+    table: Table,
+    key_names: Sequence[str],
+    parts: Callable[[int], int],
+) -> CopyRanges | None:
+    """The whole of ``table`` as ranges of its integer key that the Python workers read
+    themselves (source/copy_read.py), ``parts(rows)`` of them; None where the database has
+    no COPY or the key is not an integer. The columns are ``current_table``'s."""
+    schema = catalogue.schema if dialect.has_schemas else None
+    split = _split(engine, schema, table, key_names) if dialect.copy_reads else None
+    if split is None:
+        return None
+    column, low, high, rows = split
+    query = current_select(table, schema, key_names, None, column)
+    octets = tuple(c.name for c in table.columns if c.xds_type == value_text.OCTET)
+    ranges = even_ranges(low, high, parts(rows))
+    return copy_ranges(engine, query, _arrow_schema(table), column, ranges, octets)
+
+
+def _split(
+    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str]
+) -> tuple[str, int, int, int] | None:
+    """(key column, lowest, highest, rows) of a table whose first key column is an integer,
+    to read it in ranges; None for any other table, or an empty one."""
+    if table.column(key_names[0]).xds_type != value_text.INT:
+        return None
+    source = sa.table(table.name, sa.column(key_names[0]), schema=schema)
+    key = source.c[key_names[0]]
+    with engine.connect() as conn:
+        low, high, rows = conn.execute(
+            sa.select(sa.func.min(key), sa.func.max(key), sa.func.count()).select_from(source)
+        ).one()
+    return (key_names[0], low, high, rows) if rows else None
+
+
+def _arrow_schema(table: Table) -> pa.Schema:
+    return pa.schema(
+        [(c.name, pa.binary() if c.xds_type == value_text.OCTET else pa.string()) for c in table.columns]
+    )
 
 
 def current_table(
@@ -92,16 +128,13 @@ def current_table(
     """``current_select`` read by the driver, for a cycle of few rows: the same columns as
     ``read_current``'s, every one a string, binary ones bytes. ``schema``: the schema the
     table is in, where the database has schemas."""
-    fields = [
-        (c.name, pa.binary() if c.xds_type == value_text.OCTET else pa.string())
-        for c in table.columns
-    ]
+    arrow = _arrow_schema(table)
     with engine.connect() as conn:
         rows = conn.execute(current_select(table, schema, key_names, wanted)).all()
-    columns = zip(*rows) if rows else ([] for _ in fields)
+    columns = zip(*rows) if rows else ([] for _ in arrow)
     return pa.table(
-        [pa.array([_value(v, kind) for v in column], kind) for column, (_, kind) in zip(columns, fields)],
-        schema=pa.schema(fields),
+        [pa.array([_value(v, f.type) for v in column], f.type) for column, f in zip(columns, arrow)],
+        schema=arrow,
     )
 
 
