@@ -99,10 +99,11 @@ def _warm_up(spark: SparkSession) -> None:
     spark.range(0, cores, numPartitions=cores).mapInArrow(_loaded, "id BIGINT").collect()
 
 
-def write_class_archive() -> Path:
+def write_class_archive() -> Path | None:
     """Start a session in a JVM that archives the classes it loaded when it exits, run a
     job through a shuffle, stop it, and put the archive in place once the JVM is gone: a
-    JVM given a partly written archive crashes, so only a whole one is ever in place."""
+    JVM given a partly written archive crashes, so only a whole one is ever in place.
+    None when the JVM wrote none (Spark then starts without one)."""
     from pyspark import SparkContext
 
     archive = class_archive()
@@ -117,11 +118,14 @@ def write_class_archive() -> Path:
     spark.stop()
     gateway.shutdown()
     gateway.proc.stdin.close()  # the JVM exits at the end of its input, and then writes
-    gateway.proc.wait()
+    if gateway.proc.wait() != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        return None
     partial.replace(archive)
     return archive
 
 
 if __name__ == "__main__":  # set-up (install.sh): once per Spark version
     archive = class_archive()
-    print(f"Spark's class archive: {archive if archive.is_file() else write_class_archive()}")
+    written = archive if archive.is_file() else write_class_archive()
+    print(f"Spark's class archive: {written or 'none written; Spark starts without one'}")
