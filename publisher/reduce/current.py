@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import STATE
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
+from publisher.reduce.vectorised_state import StateColumns
 from publisher.source.copy_read import CopyRanges, ranges_through
 
 # (table, key column names, the wanted keys' text values or None for all) -> raw rows
@@ -28,11 +29,16 @@ RangeTable = Callable[[Table, Sequence[str]], "CopyRanges | None"]
 
 
 def current_pass(
-    catalogue: Catalogue, owner: Table, table: Table
+    catalogue: Catalogue, owner: Table, table: Table, vectorised: bool = True
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over the rows read of ``table``, the class ``owner`` itself or one of
     its child tables (as Table.children gives them): rows.STATE, rows of no object
-    dropped. A child table's rows give their class's multi-valued cells."""
+    dropped. A child table's rows give their class's multi-valued cells. Column by column
+    with pyarrow (vectorised_state.py); ``vectorised=False`` applies the rules row by row
+    (the tests compare the two)."""
+    if vectorised:
+        columns = StateColumns(catalogue, owner, table)
+        return lambda batches: (columns.state(batch) for batch in batches)
     child = table is not owner
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -76,24 +76,28 @@ def current_cells(
     catalogue: Catalogue, table: Table, key_names: Sequence[str], row: Mapping[str, Value]
 ) -> list[CurrentCell]:
     """The row's non-key cells in table order, each with its XDS text or its error."""
-    cells = []
-    for column in table.columns:
-        if column.name in key_names:
-            continue
-        value, text, error = row[column.name], None, None
-        try:
-            text = _current_text(catalogue, column, value)
-        except InvalidValue as exc:
-            error = f"current value '{exc.value}' of {column.name} {exc.reason}"
-        except NotAClass as exc:
-            error = str(exc)
-        if text is not None and (position := forbidden_position(text)):
-            text, error = None, (
-                f"current value of {column.name} has a character XML 1.0 cannot carry "
-                f"at position {position}"
-            )
-        cells.append(CurrentCell(column.name, column.xds_type, text, error))
-    return cells
+    return [
+        current_cell(catalogue, column, row[column.name])
+        for column in table.columns
+        if column.name not in key_names
+    ]
+
+
+def current_cell(catalogue: Catalogue, column: Column, value: Value) -> CurrentCell:
+    """One cell: its XDS text, or why it cannot be published."""
+    text, error = None, None
+    try:
+        text = _current_text(catalogue, column, value)
+    except InvalidValue as exc:
+        error = f"current value '{exc.value}' of {column.name} {exc.reason}"
+    except NotAClass as exc:
+        error = str(exc)
+    if text is not None and (position := forbidden_position(text)):
+        text, error = None, (
+            f"current value of {column.name} has a character XML 1.0 cannot carry "
+            f"at position {position}"
+        )
+    return CurrentCell(column.name, column.xds_type, text, error)
 
 
 def _current_text(catalogue: Catalogue, column: Column, value: Value) -> str | None:

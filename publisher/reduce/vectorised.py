@@ -22,8 +22,8 @@ from publisher.reduce.loopback import loopback_mask
 
 # One pair of printable ASCII without the grammar's specials: the key is its own canonical
 # form (the same class as the grammar's plain fast path, narrowed to ASCII).
-_PLAIN = r"[\x21\x23-\x26\x28-\x2A\x2D-\x3A\x3F-\x5B\x5D-\x7E]+"
-_ONE_PAIR = f"^(?P<column>{_PLAIN})=(?P<value>{_PLAIN})$"
+PLAIN = r"[\x21\x23-\x26\x28-\x2A\x2D-\x3A\x3F-\x5B\x5D-\x7E]+"
+_ONE_PAIR = f"^(?P<column>{PLAIN})=(?P<value>{PLAIN})$"
 _TYPES = pa.array([str(t) for t in ev.KNOWN])
 _OLD_RENDERED = pa.array(ev.OLD_VALUE_RENDERED, pa.int32())
 _NEW_RENDERED = pa.array(ev.NEW_VALUE_RENDERED, pa.int32())
@@ -37,7 +37,8 @@ def _clean(name: str) -> bool:
     return value_text.forbidden_position(name) is None
 
 
-def _as_is_pattern(xds_type: str, is_char: bool, time_form: str | None = None) -> str | None:
+def as_is_pattern(xds_type: str, is_char: bool, time_form: str | None = None) -> str | None:
+    """RE2 for the texts of a column that are already their own XDS text (None: any)."""
     if time_form is not None:  # a time column: its Time Syntax's own texts
         return value_text.TIME_AS_IS[time_form]
     return value_text.CHAR_AS_IS if is_char else value_text.AS_IS[xds_type]
@@ -56,12 +57,13 @@ class _TableShape:
         self.key_pattern = value_text.INT_KEY_AS_IS if key.xds_type == value_text.INT else None
         by_pattern: dict[str | None, list[str]] = defaultdict(list)
         for c in columns:
-            by_pattern[_as_is_pattern(c.xds_type, c.is_char, c.time_form)].append(c.name)
+            by_pattern[as_is_pattern(c.xds_type, c.is_char, c.time_form)].append(c.name)
         # Columns by the pattern their values must match to be their own text.
         self.as_is = {p: pa.array(names, pa.string()) for p, names in by_pattern.items()}
 
 
-def _all(*masks: pa.Array) -> pa.Array:
+def all_of(*masks: pa.Array) -> pa.Array:
+    """Where every mask holds (NULL: does not)."""
     result = masks[0]
     for mask in masks[1:]:
         result = pc.and_kleene(result, mask)
@@ -107,12 +109,12 @@ class FastPath:
         for pattern, names in shape.as_is.items():
             matches = pc.is_in(column, value_set=names)
             if pattern is not None:
-                matches = _all(matches, pc.match_substring_regex(value, pattern))
+                matches = all_of(matches, pc.match_substring_regex(value, pattern))
             own = pc.or_(own, pc.fill_null(matches, False))
         masks = [own, pc.invert(pc.match_substring_regex(value, value_text.XML_FORBIDDEN_RE2))]
         if self.max_value_length is not None:
             masks.append(pc.less_equal(pc.utf8_length(value), self.max_value_length))
-        text = _all(*masks)
+        text = all_of(*masks)
         return pc.fill_null(pc.or_kleene(pc.invert(needed), pc.or_kleene(pc.is_null(value), text)), False)
 
     def _common(self, batch: pa.RecordBatch, name: str, shape: _TableShape) -> pa.Array:
@@ -140,7 +142,7 @@ class FastPath:
             masks.append(pc.match_substring_regex(key_value, shape.key_pattern))
         if self.max_value_length is not None:
             masks.append(pc.less_equal(pc.utf8_length(col("table_key")), self.max_value_length))
-        return _all(*masks)
+        return all_of(*masks)
 
     def _classified(self, rows: pa.RecordBatch, shape: _TableShape) -> pa.RecordBatch:
         col = rows.column
