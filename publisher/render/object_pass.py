@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import fields
+from itertools import pairwise
 
 import pyarrow as pa
 
@@ -30,6 +31,18 @@ def _cells(found: list | None, children: list) -> list | None:
     """An object's current state: its row's cells, then its child tables' (None: it has no
     current row, whatever its child tables hold)."""
     return None if found is None else found + children
+
+
+def _cell_spans(cells: pa.ListArray) -> list[int]:
+    """Where each row's cells start in _cell_rows, and where the last one's end."""
+    return cells.offsets.to_pylist()
+
+
+def _cell_rows(cells: pa.ListArray) -> list[tuple]:
+    """The cells of the column's child array (rows' cells, one after another, as the
+    offsets index them) as tuples: a field at a time, since a dict per cell costs more
+    than the pass's use of it."""
+    return list(zip(*(field.to_pylist() for field in cells.values.flatten())))
 
 
 def object_pass(
@@ -61,14 +74,15 @@ def object_pass(
             objects = zip(column("table_name").to_pylist(), column("canonical_key").to_pylist())
             values = zip(*(column(name).to_pylist() for name in _EVENT_FIELDS))
             state = column("found").to_pylist()
-            current_cells = column("cells").to_pylist()  # at once: a scalar's as_py is slow
-            for obj, is_state, cells_read, event in zip(objects, state, current_cells, values):
+            spans = pairwise(_cell_spans(column("cells")))
+            cell_rows = _cell_rows(column("cells"))
+            for obj, is_state, (start, end), event in zip(objects, state, spans, values):
                 if obj != current:
                     if events:
                         publish(current, _cells(found, children), events)
                     current, found, children, events = obj, None, [], []
                 if is_state is not None:  # a current row, before the object's events
-                    cells = [tuple(cell.values()) for cell in cells_read]
+                    cells = cell_rows[start:end]
                     if not is_state:
                         children += cells
                     elif found is None:  # a view's key may hold several rows: the first
