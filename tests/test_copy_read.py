@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from publisher.model.rows import PENDING
+from publisher.source.copy_read import BLOCK_BYTES
 from publisher.source.event_log import (
     open_event_log,
     pending_bounds,
@@ -94,3 +95,20 @@ def test_a_whole_current_table_read_in_ranges_is_what_the_driver_reads(pg_log):
     assert read.schema == expected.schema
     assert read.sort_by("idu").to_pylist() == expected.sort_by("idu").to_pylist()
     assert read.num_rows == len(TRICKY)
+
+
+def test_ranges_without_rows_and_rows_longer_than_a_block(pg_log):
+    big = "é" * (BLOCK_BYTES // 2 + 10)  # two bytes a character: past one block
+    pg_log.log(("idu=1", 2, "usr", "fname", None, big), *[("idu=2", 6, "usr")] * 8,
+               ("idu=3", 2, "usr", "fname", "a", "b"))
+    pg_log.execute(f"DELETE FROM {pg_log.table('indirect_process')} "
+                   "WHERE record_id > (SELECT min(record_id) + 1 FROM "
+                   f"{pg_log.table('indirect_process')}) AND table_key = 'idu=2'")
+    log = open_event_log(pg_log.engine, pg_log.dialect, pg_log.settings)
+    bounds = pending_bounds(pg_log.engine, log, pg_log.dialect, pg_log.settings)
+    ranges = pending_ranges(pg_log.engine, log, pg_log.dialect, pg_log.settings, bounds, 5)
+    batches = [list(ranges.read(index)) for index in range(len(ranges))]
+    assert [] in batches  # a range of deleted rows gives no batch
+    read = pa.Table.from_batches([b for part in batches for b in part], PENDING.arrow)
+    assert read.num_rows == 3
+    assert read.sort_by("record_id").column("new_value").to_pylist() == [big, None, "b"]

@@ -41,7 +41,9 @@ VIEW = Table("pair", (Column("a", 1, values.INT, False), Column("b", 2, values.S
                       Column("c", 3, values.STRING, False)), ("a", "b"))
 CODE = Table("code", (Column("k", 1, values.STRING, True), Column("v", 2, values.STRING, False)), ("k",),
              key_is_primary=True)
-CATALOGUE = Catalogue("indirect", {"usr": USR, "grp": GRP, "pair": VIEW, "code": CODE})
+BLOB = Table("blob", (Column("id", 1, values.OCTET, False), Column("v", 2, values.STRING, False)), ("id",),
+             key_is_primary=True)
+CATALOGUE = Catalogue("indirect", {"usr": USR, "grp": GRP, "pair": VIEW, "code": CODE, "blob": BLOB})
 
 texts = st.sampled_from(
     ["1", "-7", "007", " 3", "x", "", "AAE=", "abc ", "yes", "No ", "12:30", "10:00:00",
@@ -88,8 +90,8 @@ def test_a_child_table_s_rows(rows):
 
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(_rows(VIEW).map(lambda r: (VIEW, r)), _rows(CODE).map(lambda r: (CODE, r)),
-                 _rows(GRP).map(lambda r: (GRP, r))))
-def test_a_two_column_key_a_char_key_and_a_string_key(table_rows):
+                 _rows(GRP).map(lambda r: (GRP, r)), _rows(BLOB).map(lambda r: (BLOB, r))))
+def test_a_two_column_key_a_char_key_a_string_key_and_a_binary_key(table_rows):
     table, rows = table_rows
     _both(table, table, rows)
 

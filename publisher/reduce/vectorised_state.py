@@ -114,11 +114,12 @@ class StateColumns:
     def _keys(self, batch: pa.RecordBatch) -> pa.Array:
         """Each row's object's canonical key; NULL for a row of no object."""
         value = batch.column(self.table.key_columns[0])
-        if self.key_pattern is None:
+        if self.key_pattern is None:  # binary keys too: Base64, by the rules
             fast = pa.array(np.zeros(batch.num_rows, bool))
+            keys = pa.nulls(batch.num_rows, pa.string())
         else:
             fast = _matches(value, self.key_pattern)
-        keys = pc.if_else(fast, pc.binary_join_element_wise(self.key_prefix, value, ""), None)
+            keys = pc.if_else(fast, pc.binary_join_element_wise(self.key_prefix, value, ""), None)
         slow = np.flatnonzero(~fast.to_numpy(zero_copy_only=False))
         if len(slow):
             rows = batch.take(pa.array(slow)).to_pylist()

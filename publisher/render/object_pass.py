@@ -35,14 +35,18 @@ def _cells(found: list | None, children: list) -> list | None:
 
 def _cell_spans(cells: pa.ListArray) -> list[int]:
     """Where each row's cells start in _cell_rows, and where the last one's end."""
-    return cells.offsets.to_pylist()
+    offsets = cells.offsets.to_numpy()
+    return (offsets - offsets[0]).tolist()
 
 
 def _cell_rows(cells: pa.ListArray) -> list[tuple]:
-    """The cells of the column's child array (rows' cells, one after another, as the
-    offsets index them) as tuples: a field at a time, since a dict per cell costs more
-    than the pass's use of it."""
-    return list(zip(*(field.to_pylist() for field in cells.values.flatten())))
+    """The rows' cells one after another, as the offsets index them (a sliced column's
+    own part of its child array), as tuples: a field at a time, since a dict per cell
+    costs more than the pass's use of it."""
+    offsets = cells.offsets
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    part = cells.values.slice(first, last - first)
+    return list(zip(*(field.to_pylist() for field in part.flatten())))
 
 
 def object_pass(

@@ -1,5 +1,5 @@
 """Reading a query in record_id ranges in the Python workers, with PostgreSQL's COPY: each
-range streams as CSV straight into pyarrow's CSV reader, so the rows reach the passes as
+range streams as CSV into pyarrow's CSV parser, so the rows reach the passes as
 Arrow batches without Spark's JDBC source (a JVM decoding every value, then a hop to
 Python). Spark's JDBC source stays the way for databases without COPY."""
 
@@ -15,28 +15,7 @@ import sqlalchemy as sa
 
 from publisher.source.jdbc import jdbc_sql
 
-BLOCK_BYTES = 1 << 20  # CSV parsed a block at a time: a batch is about this big
-
-
-class _CopyStream(io.RawIOBase):
-    """COPY's blocks as a readable file, for pyarrow's streaming CSV reader."""
-
-    def __init__(self, blocks: Iterator) -> None:
-        self.blocks, self.rest = blocks, memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while not self.rest:
-            block = next(self.blocks, None)
-            if block is None:
-                return 0
-            self.rest = memoryview(bytes(block))
-        size = min(len(buffer), len(self.rest))
-        buffer[:size] = self.rest[:size]
-        self.rest = self.rest[size:]
-        return size
+BLOCK_BYTES = 1 << 20  # rows parsed together, at least: a batch is about this big
 
 
 @dataclass(frozen=True)
@@ -53,36 +32,49 @@ class CopyRanges:
         return len(self.statements)
 
     def read(self, index: int) -> Iterator[pa.RecordBatch]:
-        """The rows of range ``index``, as Arrow batches of ``schema``."""
+        """The rows of range ``index``, as Arrow batches of ``schema``; none for a range
+        without rows."""
         import psycopg
 
+        with psycopg.connect(self.conninfo) as conn, conn.cursor() as cursor:
+            if self.hex_columns:  # the form _unhex reads, whatever the server's default
+                cursor.execute("SET bytea_output = hex")
+            with cursor.copy(self.statements[index]) as copy:
+                # PostgreSQL sends each row in a message of its own: the rows are gathered
+                # and parsed a megabyte at a time, so a row longer than that is parsed whole.
+                rows, size = [], 0
+                for row in copy:
+                    rows.append(bytes(row))
+                    size += len(row)
+                    if size >= BLOCK_BYTES:
+                        yield from self._parsed(b"".join(rows))
+                        rows, size = [], 0
+                if rows:
+                    yield from self._parsed(b"".join(rows))
+
+    def _parsed(self, text: bytes) -> Iterator[pa.RecordBatch]:
+        """Whole rows of COPY's CSV as batches of ``schema``."""
         text_schema = pa.schema(
             [pa.field(f.name, pa.string()) if f.name in self.hex_columns else f for f in self.schema]
         )
-        options = {
-            "read": pacsv.ReadOptions(column_names=self.schema.names, block_size=BLOCK_BYTES),
+        table = pacsv.read_csv(
+            io.BytesIO(text),
+            read_options=pacsv.ReadOptions(
+                column_names=self.schema.names, block_size=len(text) + 1, use_threads=False
+            ),
             # COPY's CSV: NULL is an empty field, an empty string a quoted one.
-            "parse": pacsv.ParseOptions(newlines_in_values=True),
-            "convert": pacsv.ConvertOptions(
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
                 column_types=text_schema,
                 strings_can_be_null=True,
                 quoted_strings_can_be_null=False,
                 null_values=[""],
             ),
-        }
-        with psycopg.connect(self.conninfo) as conn, conn.cursor() as cursor:
-            with cursor.copy(self.statements[index]) as copy:
-                stream = io.BufferedReader(_CopyStream(iter(copy)), BLOCK_BYTES)
-                reader = pacsv.open_csv(
-                    stream,
-                    read_options=options["read"],
-                    parse_options=options["parse"],
-                    convert_options=options["convert"],
-                )
-                for batch in reader:
-                    if batch.schema != text_schema:
-                        batch = batch.cast(text_schema)
-                    yield self._binary(batch) if self.hex_columns else batch
+        )
+        for batch in table.to_batches():
+            if batch.schema != text_schema:
+                batch = batch.cast(text_schema)
+            yield self._binary(batch) if self.hex_columns else batch
 
     def _binary(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         columns = [
