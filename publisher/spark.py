@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,11 +31,20 @@ _ARCHIVE_OPTIONS = "-XX:SharedArchiveFile={} -Xlog:cds=off -Xlog:cds+dynamic=off
 
 def class_archive() -> Path:
     """Where set-up (``python3 -m publisher.spark``) keeps the driver JVM's class archive,
-    one per Spark version."""
+    one per Spark version and Java installation (as Spark finds it: JAVA_HOME, else
+    ``java`` on the PATH; its binary's path and time), so an updated JDK gets one anew."""
     from pyspark import __version__
 
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home, "bin", "java") if home else Path(shutil.which("java") or "java")
+    try:
+        java = java.resolve()
+        stamp = f"{java}:{java.stat().st_mtime_ns}"
+    except OSError:
+        stamp = str(java)
+    digest = hashlib.sha256(stamp.encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "xdspub" / f"spark-{__version__}.jsa"
+    return cache / "xdspub" / f"spark-{__version__}-java-{digest}.jsa"
 
 
 def spark_session(master: str = "local[*]") -> SparkSession:
@@ -122,6 +133,9 @@ def write_class_archive() -> Path | None:
         partial.unlink(missing_ok=True)
         return None
     partial.replace(archive)
+    for older in archive.parent.glob("spark-*.jsa"):  # another Spark's or JDK's: 160 MB each
+        if older != archive:
+            older.unlink(missing_ok=True)
     return archive
 
 
