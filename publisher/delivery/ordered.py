@@ -21,14 +21,13 @@ import pyarrow.ipc as ipc
 
 from publisher.delivery.documents import create_temporary
 from publisher.errors import SinkError
-from publisher.model.rows import COMMANDS, NOTES, SPILLED
+from publisher.model.rows import COMMANDS, NOTES, SPILLED, Note
 
 CHUNK = 8_192  # commands put in order at once
 RUN_BATCH_ROWS = 1_024  # commands per batch of a run file: the driver holds one a run
 _ORDER = [("cmd_time", "ascending"), ("cmd_id", "ascending")]
 _KEYS = ipc.IpcReadOptions(included_fields=[0, 1])  # cmd_time, cmd_id
 _XML = ipc.IpcReadOptions(included_fields=[2])
-Note = NOTES.row
 Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 RunSource = str | pa.Buffer  # an Arrow file of rows.COMMANDS in order: its path, or itself
 

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from publisher.delivery.ordered import Note, OrderedCommands
+from publisher.delivery.ordered import OrderedCommands
 from publisher.model.catalogue import Catalogue, Table
+from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress
 from publisher.report import CycleReport

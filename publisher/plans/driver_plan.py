@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from publisher.delivery.ordered import Note, in_memory, split_reduced
+from publisher.delivery.ordered import in_memory, split_reduced
 from publisher.model.rows import CLASSIFIED, OBJECT_ROWS
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
-from publisher.reduce.current import current_pass
+from publisher.reduce.current import current_pass, state_reads
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 
@@ -32,13 +32,10 @@ def _state(source: CycleSource, census: Census) -> list[dict]:
     """The current rows (rows.STATE) of the objects the live query-back events name, and
     of their child tables: read by key when few, else whole, as on Spark."""
     state = []
-    for table_name, keys in census.wanted.items():
-        table = source.catalogue.tables[table_name]
-        keyed = None if keys is None else sorted(keys)
-        for part in (table, *table.children()):
-            rows = source.current_rows(part, part.key_columns, keyed)
-            for batch in current_pass(source.catalogue, table, part)(_batches(rows)):
-                state += batch.to_pylist()
+    for table, part, keyed in state_reads(source.catalogue, census.wanted):
+        rows = source.current_rows(part, part.key_columns, keyed)
+        for batch in current_pass(source.catalogue, table, part)(_batches(rows)):
+            state += batch.to_pylist()
     return state
 
 
@@ -79,5 +76,4 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
         rendered, notes = split_reduced(batch)
         commands.append(rendered)
         noted += notes
-    rejected = [Note(*row) for row in census.rejected]
-    return Reduced(in_memory(commands), census.runs, sorted([*rejected, *noted]))
+    return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from publisher.delivery.ordered import Note, spill_writer, spilled_commands
+from publisher.delivery.ordered import spill_writer, spilled_commands
 from publisher.model.rows import CLASSIFIED, SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
@@ -62,5 +62,4 @@ def reduce_on_spark(
         .collect()
     )
     commands, noted = spilled_commands(reports)
-    rejected = [Note(*row) for row in census.rejected]
-    return Reduced(commands, census.runs, sorted([*rejected, *noted]))
+    return Reduced(commands, census.runs, sorted([*census.rejected, *noted]))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from publisher.model.rows import NOTES
+from publisher.model.rows import NOTES, Note
 from publisher.model.statuses import Status
 from publisher.reduce.status_ranges import consecutive_runs, merge_runs
 from publisher.source.query_back import KEYED_READ_LIMIT
@@ -28,7 +28,7 @@ class Census:
     census."""
 
     runs: list[tuple[int, int]] = field(default_factory=list)  # record_ids, as runs
-    rejected: list[tuple] = field(default_factory=list)  # the E rows as NOTES, plain tuples
+    rejected: list[Note] = field(default_factory=list)  # the E rows
     # table name -> the asked objects' keys, or None when more than KEYED_READ_LIMIT
     wanted: dict[str, Keys | None] = field(default_factory=dict)
 
@@ -43,7 +43,7 @@ class Census:
         self.runs = merge_runs([*self.runs, *zip(lows.tolist(), highs.tolist())])
         status = batch.column("status")
         errors = batch.filter(pc.equal(status, Status.ERROR))
-        self.rejected += zip(*(errors.column(n).to_pylist() for n in NOTES.names))
+        self.rejected += map(Note, *(errors.column(n).to_pylist() for n in NOTES.names))
         asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
         tables = asks.column("table_name")
         for table_name in pc.unique(tables).to_pylist():

@@ -57,9 +57,22 @@ def current_pass(
     return rows
 
 
+Wanted = Mapping[str, "Collection[tuple[str, ...]] | None"]  # census.Census.wanted
+
+
+def state_reads(catalogue: Catalogue, wanted: Wanted) -> Iterator[tuple[Table, Table, list | None]]:
+    """The reads query-back's state needs: (class, the class itself or one of its child
+    tables, the keys to read it by, or None to read it whole)."""
+    for table_name, keys in wanted.items():
+        table = catalogue.tables[table_name]
+        keyed = None if keys is None else sorted(keys)
+        for part in (table, *table.children()):
+            yield table, part, keyed
+
+
 def current_state(
     spark: SparkSession,
-    wanted: Mapping[str, Collection[tuple[str, ...]] | None],
+    wanted: Wanted,
     catalogue: Catalogue,
     read: ReadTable,
     ranged: RangeTable,
@@ -68,18 +81,15 @@ def current_state(
     keys' values, None for too many to name; census.py), and of their tables' child tables:
     read by key, or whole; a whole table in ranges the workers read where it can be."""
     parts = []
-    for table_name, keys in wanted.items():
-        table = catalogue.tables[table_name]
-        keyed = None if keys is None else sorted(keys)
-        for part in (table, *table.children()):
-            body = current_pass(catalogue, table, part)
-            ranges = None if keyed is not None else ranged(part, part.key_columns)
-            if ranges is None:
-                rows = read(part, part.key_columns, keyed)
-                parts.append(rows.mapInArrow(body, STATE.ddl))
-            else:
-                numbers = spark.range(len(ranges), numPartitions=len(ranges))
-                parts.append(numbers.mapInArrow(ranges_through(ranges, body), STATE.ddl))
+    for table, part, keyed in state_reads(catalogue, wanted):
+        body = current_pass(catalogue, table, part)
+        ranges = None if keyed is not None else ranged(part, part.key_columns)
+        if ranges is None:
+            rows = read(part, part.key_columns, keyed)
+            parts.append(rows.mapInArrow(body, STATE.ddl))
+        else:
+            numbers = spark.range(len(ranges), numPartitions=len(ranges))
+            parts.append(numbers.mapInArrow(ranges_through(ranges, body), STATE.ddl))
     if not parts:
         return spark.createDataFrame([], STATE.ddl)
     state = parts[0]

@@ -20,7 +20,6 @@ from publisher.reduce.query_back_state import current_cell, current_key
 from publisher.reduce.vectorised import PLAIN, all_of, as_is_pattern
 
 _CELL = STATE.arrow.field("cells").type.value_type  # struct of the four cell fields
-_NOTHING = r"[^\s\S]"
 
 
 def _key_pattern(column: Column) -> str | None:
@@ -42,11 +41,11 @@ class _CellColumn:
 
     def __init__(self, catalogue: Catalogue, column: Column, label: str) -> None:
         self.column, self.label = column, label
-        # RE2 of the values taken as they are (None: any without a forbidden character);
-        # binary values and references are never their own text.
+        # Binary values and references are never their own text; other values are when
+        # they match as_is (None: any) and hold no forbidden character.
+        self.own_text = column.xds_type != value_text.OCTET and column.reference is None
         self.as_is = (
-            _NOTHING if column.xds_type == value_text.OCTET or column.reference is not None
-            else as_is_pattern(column.xds_type, column.is_char, column.time_form)
+            as_is_pattern(column.xds_type, column.is_char, column.time_form) if self.own_text else None
         )
         # The target's key values that name it as they are: (RE2, "key=", ",table=...").
         self.reference: tuple[str, str, str] | None = None
@@ -134,19 +133,18 @@ class StateColumns:
         n = batch.num_rows
         text = pa.nulls(n, pa.string())
         fast = pc.is_null(value)
-        if pa.types.is_string(value.type):
+        if cell.own_text and pa.types.is_string(value.type):
             own = [pc.invert(_matches(value, value_text.XML_FORBIDDEN_RE2))]
             if cell.as_is is not None:
                 own.append(_matches(value, cell.as_is))
             mine = all_of(*own)
             text = pc.if_else(mine, value, text)
             fast = pc.or_(fast, mine)
-            if cell.reference is not None:
-                pattern, key, rest = cell.reference
-                named = _matches(value, pattern)
-                joined = pc.binary_join_element_wise(key, value, rest, "")
-                text = pc.if_else(named, joined, text)
-                fast = pc.or_(fast, named)
+        elif cell.reference is not None and pa.types.is_string(value.type):
+            pattern, key, rest = cell.reference
+            named = _matches(value, pattern)
+            text = pc.if_else(named, pc.binary_join_element_wise(key, value, rest, ""), text)
+            fast = pc.or_(fast, named)
         errors = pa.nulls(n, pa.string())
         slow = np.flatnonzero(~fast.to_numpy(zero_copy_only=False))
         if len(slow):

@@ -36,6 +36,9 @@ class CopyRanges:
         without rows."""
         import psycopg
 
+        text_schema = pa.schema(  # as COPY writes them: binary columns as text
+            [pa.field(f.name, pa.string()) if f.name in self.hex_columns else f for f in self.schema]
+        )
         with psycopg.connect(self.conninfo) as conn, conn.cursor() as cursor:
             if self.hex_columns:  # the form _unhex reads, whatever the server's default
                 cursor.execute("SET bytea_output = hex")
@@ -47,16 +50,13 @@ class CopyRanges:
                     rows.append(bytes(row))
                     size += len(row)
                     if size >= BLOCK_BYTES:
-                        yield from self._parsed(b"".join(rows))
+                        yield from self._parsed(b"".join(rows), text_schema)
                         rows, size = [], 0
                 if rows:
-                    yield from self._parsed(b"".join(rows))
+                    yield from self._parsed(b"".join(rows), text_schema)
 
-    def _parsed(self, text: bytes) -> Iterator[pa.RecordBatch]:
-        """Whole rows of COPY's CSV as batches of ``schema``."""
-        text_schema = pa.schema(
-            [pa.field(f.name, pa.string()) if f.name in self.hex_columns else f for f in self.schema]
-        )
+    def _parsed(self, text: bytes, text_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """Whole rows of COPY's CSV (columns of ``text_schema``) as batches of ``schema``."""
         table = pacsv.read_csv(
             io.BytesIO(text),
             read_options=pacsv.ReadOptions(
