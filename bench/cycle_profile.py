@@ -3,25 +3,27 @@
     python3 bench/backlog.py postgresql+psycopg://root@127.0.0.1:5432/test --schema prof
     python3 bench/cycle_profile.py postgresql+psycopg://root@127.0.0.1:5432/test --schema prof
 
-It runs the Spark plan's steps one at a time on a warm session (each timed to its end with
-Spark's no-op sink, so a figure holds the steps before it that are not fixed), then times
-the two Python passes alone, in this process, on a slice of the same rows: microseconds a
-row on one core. Nothing is written and no status changes."""
+It runs the Spark plan's steps one at a time on a warm session, each timed apart (the JDBC
+read to Spark's no-op sink), then times the two Python passes alone, in this process, on a
+slice of the same rows (the object pass on the first bucket's): microseconds a row on one
+core. Nothing is written but a temporary folder, and no status changes."""
 
 from __future__ import annotations
 
 import argparse
 import tempfile
 import time
+from pathlib import Path
 
 import pyarrow as pa
 
 from publisher.delivery.ordered import spill_writer, spilled_commands
-from publisher.model.rows import CLASSIFIED, SPILLED
+from publisher.model.rows import SPILLED
+from publisher.plans.exchange import Exchange
 from publisher.plans.spark_plan import ROWS_PER_RANGE
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import census_parts, counted, whole
-from publisher.reduce.current import current_state
+from publisher.reduce.current import state_frames
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.copy_read import ranges_through
@@ -62,10 +64,6 @@ def main() -> None:
     )
     spark = spark_session("local[*]")
     spark.range(1).count()
-
-    def noop(df) -> None:
-        df.write.format("noop").mode("overwrite").save()
-
     classify = p.classify_rows(catalogue, engine.url.username, False, settings.max_value_length)
     bounds = pending_bounds(engine, log, dialect, settings)
     cores = spark.sparkContext.defaultParallelism
@@ -73,43 +71,40 @@ def main() -> None:
         engine, log, dialect, settings, bounds, max(cores, min(bounds.rows // ROWS_PER_RANGE, 4 * cores))
     )
     pending = read_pending(spark, engine, log, dialect, settings, bounds)
-    print(f"JDBC read of the pending rows: {_seconds(lambda: noop(pending)):.2f} s")
-    fixed = {}
-
+    print(f"JDBC read of the pending rows: {_seconds(lambda: pending.write.format('noop').mode('overwrite').save()):.2f} s")
     parts = census_parts(spark.sparkContext)
-
-    def classified() -> None:
-        if ranges is None:
-            rows = pending.mapInArrow(counted(classify, parts), CLASSIFIED.ddl)
-        else:
-            rows = spark.range(len(ranges), numPartitions=len(ranges)).mapInArrow(
-                counted(ranges_through(ranges, classify), parts), CLASSIFIED.ddl
-            )
-        fixed["rows"] = rows.localCheckpoint(eager=True)
-
-    how = "JDBC" if ranges is None else f"COPY in {len(ranges)} ranges"
-    print(f"read ({how}), classify and census, checkpointed: {_seconds(classified):.2f} s")
-    census = whole(parts.value)
-    rows = census.rows
-
-    def read(table, key_names, wanted):
-        return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
-
-    def ranged(table, key_names):
-        return current_ranges(engine, dialect, catalogue, table, key_names, lambda rows: max(cores, -(-rows // ROWS_PER_RANGE)))
-
-    fixed["state"] = current_state(spark, census.wanted, catalogue, read, ranged)
-    print(f"query-back state: {_seconds(lambda: noop(fixed['state'])):.2f} s")
-    by_object = p.by_object(fixed["rows"], fixed["state"], rows)
-    print(f"+ shuffle by object, sort: {_seconds(lambda: noop(by_object)):.2f} s")
     with tempfile.TemporaryDirectory() as work:
-        def spilled() -> None:
-            reports = by_object.mapInArrow(spill_writer(work, object_pass(catalogue)), SPILLED.ddl)
-            fixed["commands"], _ = spilled_commands(reports.collect())
+        exchange = Exchange(spark, Path(work), bounds.rows)
+        if ranges is None:
+            frame = (pending, counted(classify, parts))
+        else:
+            numbers = spark.range(len(ranges), numPartitions=len(ranges))
+            frame = (numbers, counted(ranges_through(ranges, classify), parts))
+        how = "JDBC" if ranges is None else f"COPY in {len(ranges)} ranges"
+        seconds = _seconds(lambda: exchange.write([frame]))
+        print(f"read ({how}), classify and census, rows to {exchange.buckets} buckets: {seconds:.2f} s")
+        census = whole(parts.value)
 
-        print(f"+ object pass (precedence, runs, lxml), spilled: {_seconds(spilled):.2f} s")
+        def read(table, key_names, wanted):
+            return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
+
+        def ranged(table, key_names):
+            return current_ranges(engine, dialect, catalogue, table, key_names, lambda rows: max(cores, -(-rows // ROWS_PER_RANGE)))
+
+        frames = state_frames(spark, census.wanted, catalogue, read, ranged)
+        print(f"query-back state to the buckets: {_seconds(lambda: exchange.write(frames)):.2f} s")
+        numbers, objects = exchange.objects()
+        passes = object_pass(catalogue)
+        fixed = {}
+
+        def spilled() -> None:
+            spill = spill_writer(work, lambda batches: passes(objects(batches)))
+            fixed["commands"], _ = spilled_commands(numbers.mapInArrow(spill, SPILLED.ddl).collect())
+
+        print(f"buckets read and sorted, object pass (precedence, runs, lxml), spilled: {_seconds(spilled):.2f} s")
         print(f"commands read back in order: {_seconds(lambda: sum(1 for _ in fixed['commands'])):.2f} s")
         del fixed["commands"]
+        grouped = pa.Table.from_batches(list(objects(iter([pa.record_batch({"id": [0]})]))))
 
     # One core, no Spark: the two passes on the first SLICE rows of their own inputs.
     raw = pa.Table.from_batches(pending.limit(SLICE).toArrow().to_batches())
@@ -117,7 +112,7 @@ def main() -> None:
     list(classify(iter(raw.to_batches(10_000))))
     per_row = (time.perf_counter() - began) / raw.num_rows * 1e6
     print(f"classify pass alone: {per_row:.1f} us a row on one core")
-    grouped = by_object.limit(SLICE).toArrow()
+    grouped = grouped.slice(0, SLICE)
     began = time.perf_counter()
     list(object_pass(catalogue)(iter(grouped.to_batches(10_000))))
     per_row = (time.perf_counter() - began) / grouped.num_rows * 1e6

@@ -161,14 +161,19 @@ def spill_writer(directory: str, passes: Passes) -> Passes:
     return spill
 
 
+def first_failure(reports: Sequence) -> None:
+    """SinkError with the first of the writers' reports' errors, if any."""
+    failures = [r.error for r in reports if r.error]
+    if failures:
+        raise SinkError(failures[0])
+
+
 def spilled_commands(reports: Iterable) -> tuple[OrderedCommands, list[Note]]:
     """The spill writers' reports (rows.SPILLED) as the commands in order and the rows that
     are not S; SinkError with the first failure. The caller removes its work folder once the
     documents are written."""
     reports = list(reports)
-    failures = [r.error for r in reports if r.error]
-    if failures:
-        raise SinkError(failures[0])
+    first_failure(reports)
     runs = [r.path for r in reports if r.path and r.commands]
     notes = [Note(r.record_id, r.status, r.reason) for r in reports if r.record_id is not None]
     return OrderedCommands(runs), notes

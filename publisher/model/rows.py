@@ -7,7 +7,9 @@ that every module builds a row by its columns' names, never by position.
     CLASSIFIED  each pending row's event, or its status when it is not live (reduce/pipeline.py)
     STATE       a current row of a query-back table or of its class's child table, by the
                 object it belongs to (reduce/current.py)
-    OBJECT_ROWS an object's live events and its current row, after the shuffle by object
+    OBJECT_ROWS an object's live events and its current row, gathered by object
+    EXCHANGED   what a task that writes rows for the shuffle by object reports: a file of
+                one bucket's rows, or a failure (plans/exchange.py)
     REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
     SPILLED     what a spill writer reports: its file of commands, a row not S, or a failure
@@ -105,6 +107,10 @@ STATE = RowShape("StateRow", (*OBJECT, ("found", "BOOLEAN"), ("cells", CELLS)))
 OBJECT_ROWS = RowShape(
     "ObjectRow",
     (*OBJECT, *(c for c in EVENT.columns if c[0] != "canonical_key"), *STATE.columns[2:]),
+)
+EXCHANGED = RowShape(
+    "Exchanged",
+    (("bucket", "INT"), ("path", "STRING"), ("rows", "BIGINT"), ("error", "STRING")),
 )
 REDUCED = RowShape(
     "ReducedRow",

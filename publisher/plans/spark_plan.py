@@ -1,6 +1,6 @@
 """A cycle's rows reduced on Spark (reduce/pipeline.py): read and classified in record_id
-ranges, one shuffle by object, the object pass spilling its commands for the driver to
-put in order (delivery/ordered.py)."""
+ranges, one shuffle by object through the work folder (plans/exchange.py), the object pass
+spilling its commands for the driver to put in order (delivery/ordered.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from publisher.delivery.ordered import spill_writer, spilled_commands
-from publisher.model.rows import CLASSIFIED, SPILLED
+from publisher.model.rows import SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
+from publisher.plans.exchange import Exchange
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import census_parts, counted, whole
-from publisher.reduce.current import current_state
+from publisher.reduce.current import state_frames
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.copy_read import ranges_through
@@ -36,16 +37,16 @@ def reduce_on_spark(
     def parts_for(rows: int) -> int:
         return max(cores, -(-rows // ROWS_PER_RANGE))
 
-    ranges = source.pending_ranges(parts_for(source.count()))
+    rows = source.count()
+    ranges = source.pending_ranges(parts_for(rows))
     parts = census_parts(spark.sparkContext)
     if ranges is None:
-        classified = source.pending(spark).mapInArrow(counted(classify, parts), CLASSIFIED.ddl)
+        pending = (source.pending(spark), counted(classify, parts))
     else:
         numbers = spark.range(len(ranges), numPartitions=len(ranges))
-        read_classify = ranges_through(ranges, classify)
-        classified = numbers.mapInArrow(counted(read_classify, parts), CLASSIFIED.ddl)
-    # Classified once, its census taken on the way; the object pass reads it after.
-    classified = classified.localCheckpoint(eager=True)
+        pending = (numbers, counted(ranges_through(ranges, classify), parts))
+    exchange = Exchange(spark, work, rows)
+    exchange.write([pending])
     census = whole(parts.value)
 
     def read(table, key_names, wanted):
@@ -55,11 +56,9 @@ def reduce_on_spark(
         return source.current_ranges(table, key_names, parts_for)
 
     phases.begin("reducing and rendering", rows=census.rows)
-    state = current_state(spark, census.wanted, source.catalogue, read, ranged)
-    reports = (
-        p.by_object(classified, state, census.rows)
-        .mapInArrow(spill_writer(str(work), object_pass(source.catalogue)), SPILLED.ddl)
-        .collect()
-    )
-    commands, noted = spilled_commands(reports)
+    exchange.write(state_frames(spark, census.wanted, source.catalogue, read, ranged))
+    numbers, objects = exchange.objects()
+    passes = object_pass(source.catalogue)
+    spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
+    commands, noted = spilled_commands(numbers.mapInArrow(spill, SPILLED.ddl).collect())
     return Reduced(commands, census.runs, sorted([*census.rejected, *noted]))

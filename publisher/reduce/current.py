@@ -1,6 +1,6 @@
 """Query-back on Spark: the current rows of the tables the cycle's query-back events name,
 as rows that travel with those objects' events through the shuffle by object
-(pipeline.by_object), so no join is needed.
+(plans/exchange.py), so no join is needed.
 
 The rows read (source/query_back.py) go through one Python pass that applies the
 query-back state rules (reduce/query_back_state.py): each row's object (its canonical key)
@@ -70,29 +70,24 @@ def state_reads(catalogue: Catalogue, wanted: Wanted) -> Iterator[tuple[Table, T
             yield table, part, keyed
 
 
-def current_state(
+def state_frames(
     spark: SparkSession,
     wanted: Wanted,
     catalogue: Catalogue,
     read: ReadTable,
     ranged: RangeTable,
-) -> DataFrame:
-    """The current rows (rows.STATE) of the objects ``wanted`` names (table name -> their
-    keys' values, None for too many to name; census.py), and of their tables' child tables:
-    read by key, or whole; a whole table in ranges the workers read where it can be."""
-    parts = []
+) -> list[tuple[DataFrame, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]]:
+    """The reads of the current rows (rows.STATE) of the objects ``wanted`` names (table
+    name -> their keys' values, None for too many to name; census.py), and of their
+    tables' child tables: read by key, or whole; a whole table in ranges the workers read
+    where it can be. Each is a frame and the mapInArrow body that gives its rows.STATE."""
+    frames = []
     for table, part, keyed in state_reads(catalogue, wanted):
         body = current_pass(catalogue, table, part)
         ranges = None if keyed is not None else ranged(part, part.key_columns)
         if ranges is None:
-            rows = read(part, part.key_columns, keyed)
-            parts.append(rows.mapInArrow(body, STATE.ddl))
+            frames.append((read(part, part.key_columns, keyed), body))
         else:
             numbers = spark.range(len(ranges), numPartitions=len(ranges))
-            parts.append(numbers.mapInArrow(ranges_through(ranges, body), STATE.ddl))
-    if not parts:
-        return spark.createDataFrame([], STATE.ddl)
-    state = parts[0]
-    for part in parts[1:]:
-        state = state.unionByName(part)
-    return state
+            frames.append((numbers, ranges_through(ranges, body)))
+    return frames

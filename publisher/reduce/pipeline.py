@@ -5,9 +5,9 @@ around one shuffle by object.
                       when it is consumed unpublished (loopback) or rejected (E)
     (census.py        what the classifying tasks learn on the way: the record_id runs,
                       the E rows, the objects query-back asks for)
-    by_object         the live rows and the current rows of their tables (current.py),
-                      shuffled once by object and sorted in processing order, for the
-                      object pass
+    object_rows       the live rows and the current rows of their tables (current.py)
+                      in one shape; gathered by object (plans/exchange.py on Spark) and
+    in_object_order   sorted in processing order, for the object pass
 
 Python in the executors, not DataFrame expressions: a row's checks are a dozen regular
 expressions and look-ups that Spark would interpret per row, and the rules stay one text
@@ -16,23 +16,24 @@ that the row-at-a-time publisher of bench/ runs too."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
-from publisher.model.rows import CLASSIFIED, EVENT, OBJECT, OBJECT_ROWS, STATE
+from publisher.model.rows import CLASSIFIED, EVENT, OBJECT_ROWS
 from publisher.model.statuses import Status
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-OBJECT_NAMES = tuple(name for name, _ in OBJECT)
-ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
+# Object, then current rows before events (found is NULL for an event), then processing
+# order: no other key is NULL.
+_OBJECT_ORDER = [
+    (name, "ascending", "at_end")
+    for name in ("table_name", "canonical_key", "found", "ord_time", "record_id")
+]
 
 
 def classify_rows(
@@ -77,30 +78,20 @@ def classify_rows(
     return classify_batches
 
 
-def by_object(classified: DataFrame, state: DataFrame, rows: int) -> DataFrame:
-    """rows.OBJECT_ROWS: the live rows with, first in each object, its current rows
-    (rows.STATE; ``found`` not NULL marks them): one shuffle by object, each object's rows
-    together and in processing order. ``rows`` (how many were classified) sizes the
-    partitions."""
-    from pyspark.sql import functions as F
+def object_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The live rows of a rows.CLASSIFIED batch, or a rows.STATE batch, as rows.OBJECT_ROWS:
+    the columns one side lacks are NULL."""
+    if "status" in batch.schema.names:
+        batch = batch.filter(pc.is_null(batch.column("status")))
+    names = set(batch.schema.names)
+    columns = [
+        batch.column(f.name) if f.name in names else pa.nulls(batch.num_rows, f.type)
+        for f in OBJECT_ROWS.arrow
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=OBJECT_ROWS.arrow)
 
-    # A fixed count, a multiple of the cores: left to itself Spark merges small shuffle
-    # partitions, and 3 tasks on 2 cores leave one core idle for a third of the pass.
-    cores = classified.sparkSession.sparkContext.defaultParallelism
-    partitions = cores * max(2, -(-rows // (ROWS_PER_TASK * cores)))
-    state_names = {name for name, _ in STATE.columns} - set(OBJECT_NAMES)
-    live = classified.where(classified.status.isNull())
-    current = state
-    for name, kind in OBJECT_ROWS.columns:  # each side's columns the other lacks, as NULLs
-        if name in state_names:
-            live = live.withColumn(name, F.lit(None).cast(kind))
-        elif name not in OBJECT_NAMES:
-            current = current.withColumn(name, F.lit(None).cast(kind))
-    return (
-        live.select(*OBJECT_ROWS.names)
-        .unionByName(current.select(*OBJECT_ROWS.names))
-        .repartition(partitions, *OBJECT_NAMES)
-        .sortWithinPartitions(
-            *OBJECT_NAMES, F.col("found").asc_nulls_last(), "ord_time", "record_id"
-        )
-    )
+
+def in_object_order(rows: pa.Table) -> pa.Table:
+    """rows.OBJECT_ROWS with each object's rows together: its current rows first (``found``
+    not NULL), then its events in processing order, as the object pass takes them."""
+    return rows.take(pc.sort_indices(rows, sort_keys=_OBJECT_ORDER))

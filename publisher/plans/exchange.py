@@ -1,0 +1,129 @@
+"""The shuffle by object on Spark, done by the Python workers through Arrow files in the
+cycle's work folder (on a cluster, a path the executors share with the driver, as for the
+spilled commands, delivery/ordered.py).
+
+Each writing task (classifying the pending rows, or reading current rows for query-back)
+puts its rows, as rows.OBJECT_ROWS, in one file per bucket of objects and reports the
+files; each object-pass task reads its bucket's files and sorts them in object order
+(pipeline.in_object_order). The JVM moves task numbers and reports, never a row: no
+conversion to its rows and back, no checkpoint (the files are read once), no sort of its
+own. A task run twice writes new files; only the reports collected name files to read."""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from publisher.delivery.documents import create_temporary
+from publisher.delivery.ordered import first_failure
+from publisher.model.rows import EXCHANGED, OBJECT_ROWS
+from publisher.reduce.pipeline import in_object_order, object_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
+BATCH_ROWS = 10_000  # rows per batch into the object pass
+Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+Frame = tuple["DataFrame", Passes]  # rows, and the mapInArrow body to run over them
+
+
+def buckets_of(rows: pa.RecordBatch, buckets: int) -> np.ndarray:
+    """Each row's bucket, by its object: the same in every process (Python's own hash of a
+    str differs from one process to the next)."""
+    tables = rows.column("table_name").to_pylist()
+    keys = rows.column("canonical_key").to_pylist()
+    seeds = {name: zlib.crc32(name.encode()) for name in set(tables)}
+    hashes = (zlib.crc32(key.encode(), seeds[table]) for table, key in zip(tables, keys))
+    return np.fromiter(hashes, np.uint32, len(keys)) % buckets
+
+
+def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
+    """mapInArrow body: ``body``'s rows (rows.CLASSIFIED, whose live rows are kept, or
+    rows.STATE) written to a file per bucket in ``directory``; reports (rows.EXCHANGED)
+    each file and its rows, or why one could not be written."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        files: dict[int, tuple[Path, ipc.RecordBatchFileWriter]] = {}
+        counts = np.zeros(buckets, np.int64)
+        try:
+            for batch in body(batches):
+                rows = object_rows(batch)
+                if not rows.num_rows:
+                    continue
+                bucket = buckets_of(rows, buckets)
+                rows = rows.take(np.argsort(bucket, kind="stable"))
+                sizes = np.bincount(bucket, minlength=buckets)
+                start = 0
+                for number in np.flatnonzero(sizes).tolist():
+                    if number not in files:
+                        stream, path = create_temporary(Path(directory), f"rows-{number:05d}.arrow")
+                        files[number] = (path, ipc.new_file(stream, OBJECT_ROWS.arrow))
+                    files[number][1].write_batch(rows.slice(start, sizes[number]))
+                    start += sizes[number]
+                counts += sizes
+            for _, writer in files.values():
+                writer.close()
+        except OSError as exc:
+            message = f"cannot write {exc.filename}: {exc.strerror or exc}"
+            yield EXCHANGED.batch([EXCHANGED.row(error=message)])
+            return
+        yield EXCHANGED.batch(
+            [EXCHANGED.row(n, str(path), int(counts[n])) for n, (path, _) in files.items()]
+        )
+
+    return write
+
+
+def bucket_rows(files: dict[int, list[str]]) -> Passes:
+    """mapInArrow body over bucket numbers: each bucket's rows (rows.OBJECT_ROWS) from its
+    files, in object order."""
+
+    def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in numbers:
+            for number in batch.column(0).to_pylist():
+                parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in files.get(number, ())]
+                if parts:
+                    yield from in_object_order(pa.concat_tables(parts)).to_batches(BATCH_ROWS)
+
+    return read
+
+
+class Exchange:
+    """One cycle's shuffle by object: ``write`` the rows of some frames, then ``objects``
+    gives every bucket's rows in object order."""
+
+    def __init__(self, spark: SparkSession, directory: Path, rows: int) -> None:
+        cores = spark.sparkContext.defaultParallelism
+        # A multiple of the cores: 3 tasks on 2 cores leave one core idle a third of the pass.
+        self.buckets = cores * max(2, -(-rows // (ROWS_PER_TASK * cores)))
+        self.spark, self.directory = spark, str(directory)
+        self.files: dict[int, list[str]] = defaultdict(list)
+
+    def write(self, frames: Sequence[Frame]) -> None:
+        """Run each frame's body over its rows, their rows written to the buckets: one job.
+        SinkError when a file cannot be written."""
+        if not frames:
+            return
+        reports = [
+            rows.mapInArrow(bucket_writer(self.directory, self.buckets, body), EXCHANGED.ddl)
+            for rows, body in frames
+        ]
+        written = reduce(lambda one, other: one.unionByName(other), reports).collect()
+        first_failure(written)
+        for report in written:
+            self.files[report.bucket].append(report.path)
+
+    def objects(self) -> Frame:
+        """The bucket numbers, and the body that gives each bucket's rows (rows.OBJECT_ROWS)
+        in object order."""
+        numbers = self.spark.range(self.buckets, numPartitions=self.buckets)
+        return numbers, bucket_rows(dict(self.files))
