@@ -17,11 +17,11 @@ import sqlalchemy as sa
 
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
-from publisher.delivery.status import write_statuses
+from publisher.delivery.status import EarlyStatuses, write_statuses
 from publisher.errors import ConfigError, PublisherBusy, SinkError
 from publisher.model.catalogue import Table
-from publisher.model.rows import PENDING
-from publisher.model.statuses import StatusRange
+from publisher.model.rows import PENDING, Note
+from publisher.model.statuses import Status, StatusRange
 from publisher.plans import CycleSource, Phases
 from publisher.progress import CycleProgress, Silent
 from publisher.reduce.loopback import loopback_user
@@ -106,6 +106,8 @@ class _EventLogSource:
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )
         self.bounds = pending_bounds(engine, log, dialect, settings)
+        early = dialect.early_statuses and not (settings.dry_run or settings.delete_processed)
+        self.early = EarlyStatuses(engine, log) if early else None
 
     def count(self) -> int:
         return self.bounds.rows
@@ -133,8 +135,20 @@ class _EventLogSource:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
         return current_table(self.engine, schema, table, key_names, wanted)
 
+    def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
+        if self.early is not None:
+            self.early.begin(status_ranges(runs, ((r.record_id, r.status) for r in rejected)))
+
     def acknowledge(self, ranges: list[StatusRange]) -> None:
-        write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)
+        if self.early is not None and self.early.begun:
+            # The rows are S or E already, in the open transaction: mark the others.
+            self.early.commit([r for r in ranges if r[0] != Status.DONE])
+        else:
+            write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)
+
+    def close(self) -> None:
+        if self.early is not None:
+            self.early.close()
 
 
 class _StagedSource:
@@ -171,8 +185,14 @@ class _StagedSource:
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         raise AssertionError("change formats have no query-back events")
 
+    def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
+        pass  # the stream is acknowledged whole, at the end
+
     def acknowledge(self, ranges: list[StatusRange]) -> None:
         self.delivered()
+
+    def close(self) -> None:
+        pass
 
 
 def _run(
@@ -182,6 +202,7 @@ def _run(
     try:
         return _cycle(settings, source, sink, progress)
     finally:
+        source.close()
         progress.close()
 
 

@@ -1,8 +1,14 @@
 """Status write-back (docs/statuses.md): one transaction per cycle, one statement per
-status letter over ranges of record_ids, never one statement per row."""
+status letter over ranges of record_ids, never one statement per row.
+
+Where the database lets an uncommitted UPDATE of the rows read block nothing the triggers
+do (Dialect.early_statuses), a Spark cycle starts that transaction as soon as its rows are
+classified (EarlyStatuses) and commits it once the documents are durable: the UPDATE runs
+while the commands are reduced and rendered, and a crash before the commit rolls it back."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -11,13 +17,16 @@ from publisher.model.statuses import Status, StatusRange, is_deleted
 from publisher.source.event_log import EventLog
 
 
-def write_statuses(
-    engine: sa.Engine, log: EventLog, ranges: Iterable[StatusRange], delete_processed: bool
+def _write(
+    conn: sa.Connection,
+    log: EventLog,
+    ranges: Iterable[StatusRange],
+    delete_processed: bool,
+    was: str = Status.NEW,
 ) -> None:
+    """``ranges``' letters on their rows whose status is ``was`` (or those rows deleted)."""
     record_id, status = log.column("record_id"), log.column("status")
-    in_range = sa.and_(
-        record_id.between(sa.bindparam("low"), sa.bindparam("high")), status == Status.NEW
-    )
+    in_range = sa.and_(record_id.between(sa.bindparam("low"), sa.bindparam("high")), status == was)
     update = log.table.update().where(in_range).values({status: sa.bindparam("letter")})
     delete = log.table.delete().where(in_range)
     updates, deletes = [], []
@@ -26,8 +35,61 @@ def write_statuses(
             deletes.append({"low": low, "high": high})
         else:
             updates.append({"letter": letter, "low": low, "high": high})
+    if updates:
+        conn.execute(update, updates)
+    if deletes:
+        conn.execute(delete, deletes)
+
+
+def write_statuses(
+    engine: sa.Engine, log: EventLog, ranges: Iterable[StatusRange], delete_processed: bool
+) -> None:
     with engine.begin() as conn:
-        if updates:
-            conn.execute(update, updates)
-        if deletes:
-            conn.execute(delete, deletes)
+        _write(conn, log, ranges, delete_processed)
+
+
+class EarlyStatuses:
+    """A cycle's statuses in one transaction begun early: ``begin`` marks the rows read as
+    the census knows them (S, and E for the rows rejected on reading) in a thread of its
+    own; ``commit`` marks the rows the object pass found otherwise (W, E: they are S by
+    then, in this transaction) and commits; ``close`` rolls back what was not committed."""
+
+    def __init__(self, engine: sa.Engine, log: EventLog) -> None:
+        self.engine, self.log = engine, log
+        self.conn: sa.Connection | None = None
+        self.thread: threading.Thread | None = None
+        self.failure: BaseException | None = None
+
+    def begin(self, ranges: list[StatusRange]) -> None:
+        self.conn = self.engine.connect()
+        self.conn.begin()
+        self.thread = threading.Thread(target=self._mark, args=(ranges,), daemon=True)
+        self.thread.start()
+
+    def _mark(self, ranges: list[StatusRange]) -> None:
+        try:
+            _write(self.conn, self.log, ranges, delete_processed=False)
+        except BaseException as exc:  # raised in the cycle's thread, by commit
+            self.failure = exc
+
+    def _wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+    @property
+    def begun(self) -> bool:
+        return self.conn is not None
+
+    def commit(self, exceptions: list[StatusRange]) -> None:
+        self._wait()
+        if self.failure is not None:
+            raise self.failure
+        _write(self.conn, self.log, exceptions, delete_processed=False, was=Status.DONE)
+        self.conn.commit()
+
+    def close(self) -> None:
+        self._wait()
+        if self.conn is not None:
+            self.conn.close()  # rolls back an open transaction
+            self.conn = None

@@ -59,8 +59,15 @@ class CycleSource(Protocol):
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         """The same, read by the driver."""
 
+    def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
+        """The rows read are known (the rows rejected on reading among them): start writing
+        their statuses, uncommitted, where the source can; ``acknowledge`` commits them."""
+
     def acknowledge(self, ranges: list[StatusRange]) -> None:
         """The documents are durable: record the rows' outcome."""
+
+    def close(self) -> None:
+        """The cycle is over: undo what was not acknowledged."""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ def reduce_on_spark(
     exchange = Exchange(spark, work, rows)
     exchange.write([pending])
     census = whole(parts.value)
+    source.mark_early(census.runs, census.rejected)
 
     def read(table, key_names, wanted):
         return source.read_current(spark, table, key_names, wanted)

@@ -47,6 +47,10 @@ class Dialect:
     # The Python workers read big queries themselves with COPY (source/copy_read.py),
     # instead of Spark's JDBC source.
     copy_reads: bool = False
+    # A Spark cycle's status UPDATE may run, uncommitted, while it reduces and renders
+    # (delivery/status.py): the rows it locks block nothing the triggers do (no gap locks,
+    # no lock on the whole database).
+    early_statuses: bool = False
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -129,6 +133,7 @@ POSTGRESQL = Dialect(
     run_script=lambda connection, script: connection.execute(script),
     lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
     copy_reads=True,
+    early_statuses=True,
 )
 
 MARIADB = Dialect(
