@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from publisher.model import value_text as values
-from publisher.model.catalogue import Catalogue, Column, Table
+from publisher.model.catalogue import Catalogue, Column, MultiValued, Table
 from publisher.reduce.loopback import loopback_user
 from publisher.reduce.pipeline import classify_rows
 
@@ -32,12 +32,17 @@ CATALOGUE = Catalogue(
                 Column("ts1", 11, values.TIME, False, time_form="timestamp:1"),
             ),
             ("idu",),
+            multi_valued=(
+                MultiValued("usr_phone", ("idu",), Column("phoneno", 2, values.STRING, False)),
+                MultiValued("usr_tag", ("uid",), Column("code", 2, values.STRING, True)),  # linked by uid
+            ),
         ),
         "grp": Table(
             "grp", (Column("gname", 1, values.STRING, False), Column("gid", 2, values.STRING, False)),
             ("gname",),
         ),
     },
+    {"usr_phone": "usr", "usr_tag": "usr"},
 )
 PUBLISHER = "idm"
 LIMIT = 12  # Maximum Value Length: some texts below are longer
@@ -49,7 +54,7 @@ texts = st.sampled_from(
 )
 keys = st.sampled_from(
     ["idu=1", "idu=-2", "idu=x", "idu= 1", 'idu="1"', "idu=1+fname=a", "fname=a", "gname=g1",
-     "gname=g 1", "gid=2", "nope=1", "idu=", "idu=é", "idu=1\x01", "", None]
+     "gname=g 1", "gid=2", "nope=1", "idu=", "idu=é", "idu=1\x01", "uid=3", "", None]
 )
 rows = st.fixed_dictionaries(
     {
@@ -57,10 +62,11 @@ rows = st.fixed_dictionaries(
         "event_type_text": st.sampled_from(["1", "2", "3", "4", "5", "6", "7", "8", " 2", "9", "2.5", None]),
         "event_order": st.sampled_from([0.0, 1.5, None]),
         "perpetrator": st.sampled_from([PUBLISHER, "app", None]),
-        "table_name": st.sampled_from(["usr", "grp", "other", None]),
+        "table_name": st.sampled_from(["usr", "grp", "usr_phone", "usr_tag", "other", None]),
         "column_name": st.sampled_from(
             ["fname", "code", "photo", "active", "born", "age", "idu", "gid", "zz", "f\x01",
-             "t2", "t3", "d3", "ts1", None]
+             "t2", "t3", "d3", "ts1", "usr_phone.phoneno", "usr_tag.code", "phoneno",
+             "usr_phone.zz", None]
         ),
         "old_value": texts,
         "new_value": texts,
@@ -91,14 +97,30 @@ def test_fast_path_gives_what_the_rules_give(rows, allow_loopback, future_events
 
 
 def test_common_rows_take_the_fast_path() -> None:
+    # A column's event, and a multi-valued attribute's in its class's form.
     batch = pa.RecordBatch.from_pylist(
         [{"record_id": 1, "table_key": "idu=1", "event_type_text": "2", "event_order": 0.0,
-          "perpetrator": "app", "table_name": "usr", "column_name": "fname",
-          "old_value": "a", "new_value": "b"}]
+          "perpetrator": "app", "table_name": "usr", "column_name": column,
+          "old_value": "a", "new_value": "b"} for column in ("fname", "usr_phone.phoneno")]
     )
     run = classify_rows(CATALOGUE, PUBLISHER, False, LIMIT)
     out = list(run(iter([batch])))
-    assert [b.num_rows for b in out] == [1, 0]  # the fast batch, then an empty rest
+    assert [b.num_rows for b in out] == [2, 0]  # the fast batch, then an empty rest
+
+
+def test_child_table_rows_take_the_fast_path_under_their_class() -> None:
+    batch = pa.RecordBatch.from_pylist(
+        [{"record_id": 1, "table_key": "uid=3", "event_type_text": "8", "event_order": 0.0,
+          "perpetrator": "app", "table_name": "usr_tag", "column_name": "code",
+          "old_value": None, "new_value": None}],
+        schema=PENDING,
+    )
+    fast, rest = list(classify_rows(CATALOGUE, PUBLISHER, False, LIMIT)(iter([batch])))
+    assert rest.num_rows == 0
+    row = fast.to_pylist()[0]
+    assert (row["table_name"], row["canonical_key"], row["column_name"]) == ("usr", "idu=3", "usr_tag.code")
+    assert row["key_pairs"] == [{"column": "idu", "value": "3"}]
+    assert fast.to_pylist() == classified(batch, False, False, False)
 
 
 

@@ -45,19 +45,33 @@ def as_is_pattern(xds_type: str, is_char: bool, time_form: str | None = None) ->
 
 
 class _TableShape:
-    """What the fast path needs of one table with a one-column key, as Arrow arrays."""
+    """What the fast path needs of the events of one class with a one-column key, as Arrow
+    arrays: logged under its own name (its columns and its multi-valued attributes,
+    child_table.column), or under one of its child tables' (``child_table``: a bare column
+    of it for child_table.column, its link column for the class's key; docs/classes.md)."""
 
-    def __init__(self, table: Table) -> None:
-        # A reference's value becomes an association: the rules' work.
-        columns = [c for c in table.columns if _clean(c.name) and c.reference is None]
-        self.names = pa.array([c.name for c in columns], pa.string())
-        self.types = pa.array([c.xds_type for c in columns], pa.string())
+    def __init__(self, table: Table, child_table: str | None = None) -> None:
+        if child_table is None:
+            named = [(c.name, c.name, c) for c in table.columns]
+            named += [(m.name, m.name, m.column) for m in table.multi_valued]
+            logged_key = table.key_columns[0]
+        else:
+            multi = [m for m in table.multi_valued if m.child_table == child_table]
+            named = [(m.column.name, m.name, m.column) for m in multi]
+            logged_key = multi[0].link[0]
+        # (as logged, the attribute's name, its column); a reference's value becomes an
+        # association: the rules' work.
+        named = [n for n in named if _clean(n[0]) and _clean(n[1]) and n[2].reference is None]
+        self.class_name = table.name
+        self.names = pa.array([logged for logged, _, _ in named], pa.string())
+        self.attributes = pa.array([name for _, name, _ in named], pa.string())
+        self.types = pa.array([c.xds_type for _, _, c in named], pa.string())
         key = table.column(table.key_columns[0])
-        self.key = key.name
+        self.key, self.class_key = logged_key, key.name
         self.key_pattern = value_text.INT_KEY_AS_IS if key.xds_type == value_text.INT else None
         by_pattern: dict[str | None, list[str]] = defaultdict(list)
-        for c in columns:
-            by_pattern[as_is_pattern(c.xds_type, c.is_char, c.time_form)].append(c.name)
+        for logged, _, c in named:
+            by_pattern[as_is_pattern(c.xds_type, c.is_char, c.time_form)].append(logged)
         # Columns by the pattern their values must match to be their own text.
         self.as_is = {p: pa.array(names, pa.string()) for p, names in by_pattern.items()}
 
@@ -86,6 +100,9 @@ class FastPath:
             for name, t in catalogue.tables.items()
             if _clean(name) and len(t.key_columns) == 1
         }
+        for child, parent in catalogue.child_tables.items():
+            if child not in catalogue.tables and _clean(child) and parent in self.tables:
+                self.tables[child] = _TableShape(catalogue.tables[parent], child)
         self.loopback_user, self.future_events = loopback_user, future_events
         self.max_value_length = max_value_length
 
@@ -152,10 +169,16 @@ class FastPath:
         order = pa.array([0.0] * n, pa.float64())
         if self.future_events:
             order = pc.cast(col("event_order"), pa.float64())
-        key = pc.extract_regex(col("table_key"), _ONE_PAIR)
-        pairs = pa.StructArray.from_arrays(
-            [pc.struct_field(key, "column"), pc.struct_field(key, "value")], fields=list(_KEY_PAIR)
-        )
+        key_value = pc.struct_field(pc.extract_regex(col("table_key"), _ONE_PAIR), "value")
+        # The key under the class's key column (a child table's link column may differ).
+        key_column = pa.array([shape.class_key] * n, pa.string())
+        canonical = pc.binary_join_element_wise(key_column, key_value, "=")
+        pairs = pa.StructArray.from_arrays([key_column, key_value], fields=list(_KEY_PAIR))
+        warning = none
+        if shape.key != shape.class_key:  # as the rules say of any key not in canonical form
+            texts = (col("table_key"), " is not canonical; published as ", canonical)
+            warning = pc.binary_join_element_wise("table_key ", *texts, "")
+        column = pc.index_in(col("column_name"), value_set=shape.names)
         query_back = pc.is_in(event_type, value_set=_QUERY_BACK)
         key_pairs = pa.ListArray.from_arrays(
             pa.array(range(n + 1), pa.int32()), pairs, mask=pc.invert(query_back)
@@ -164,13 +187,13 @@ class FastPath:
             "record_id": col("record_id"),
             "ord_time": order,
             "event_type": event_type,
-            "column_name": col("column_name"),
-            "xds_type": pc.take(shape.types, pc.index_in(col("column_name"), value_set=shape.names)),
+            "column_name": pc.take(shape.attributes, column),
+            "xds_type": pc.take(shape.types, column),
             "old_text": pc.if_else(pc.is_in(event_type, value_set=_OLD_RENDERED), col("old_value"), _NULL),
             "new_text": pc.if_else(pc.is_in(event_type, value_set=_NEW_RENDERED), col("new_value"), _NULL),
-            "warning": none,
-            "table_name": col("table_name"),
-            "canonical_key": col("table_key"),
+            "warning": warning,
+            "table_name": pa.array([shape.class_name] * n, pa.string()),
+            "canonical_key": canonical,
             "status": none,
             "reason": none,
             "key_pairs": key_pairs,
