@@ -63,11 +63,6 @@ def _session(master: str, driver_options: str) -> SparkSession:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     pa.set_memory_pool(pa.system_memory_pool())  # this process's pyarrow is loaded already
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # the JVM's threads would each get one
-    # Blocks of 128 KiB and more mapped apart and unmapped when freed, and free memory given
-    # back past 256 KiB: left to itself glibc raises both as a pass frees big blocks, and a
-    # worker keeps its largest batch's memory (README, Memory).
-    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", "131072")
-    os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", "262144")
     # Quiet start-up: Spark's default logging prints a screen of warnings.
     log_config = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config} {JAVA_OPTIONS}"
