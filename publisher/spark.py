@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 2 cores
-# The JVM's heap: Spark's floor is 450 MiB. The rows Spark holds (the checkpoint of the
-# classified rows, the shuffle by object) spill to disk past it; the process tree stays
-# under 1.5 GiB (README, Memory).
+# The JVM's heap: Spark's floor is 450 MiB. A cycle's rows pass through it only where
+# Spark's JDBC source reads them (MariaDB, SQLite); the process tree stays under 1.5 GiB
+# (README, Memory).
 DRIVER_MEMORY = "512m"
-# One GC thread and no region bookkeeping: a smaller JVM beside the Python workers.
-JAVA_OPTIONS = "-XX:+UseSerialGC"
+# One GC thread and no region bookkeeping: a smaller JVM beside the Python workers. The
+# client compiler alone: the JVM moves little of a cycle's data, and the optimising
+# compiler's threads would take the cores from the workers (README, Measured).
+JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 # The driver JVM maps the classes it loads at start from an archive that set-up wrote
 # (class_archive): start-up spends most of its time loading and verifying them. A missing
 # archive, or one another JVM or Spark wrote, is passed over quietly.
