@@ -35,7 +35,8 @@ RunSource = str | pa.Buffer  # an Arrow file of rows.COMMANDS in order: its path
 def sorted_run(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object) -> int:
     """Write ``commands`` (rows.COMMANDS) to ``sink`` as an Arrow file, in output order;
     how many there were."""
-    table = pa.Table.from_batches(list(commands), COMMANDS.arrow)
+    # One chunk: a take from a table of several concatenates them first, each time.
+    table = pa.Table.from_batches(list(commands), COMMANDS.arrow).combine_chunks()
     order = pc.sort_indices(table, sort_keys=_ORDER)
     with ipc.new_file(sink, COMMANDS.arrow) as writer:
         for start in range(0, table.num_rows, RUN_BATCH_ROWS):  # one batch copied at a time
