@@ -88,6 +88,11 @@ class Table:
     def _multi_by_name(self) -> dict[str, MultiValued]:
         return {m.name: m for m in self.multi_valued}
 
+    @cached_property
+    def multi_valued_types(self) -> dict[str, str]:
+        """Each multi-valued attribute's xds_type, by name, in the class's order."""
+        return {m.name: m.xds_type for m in self.multi_valued}
+
 
 @dataclass(frozen=True)
 class Catalogue:

@@ -299,13 +299,14 @@ def _current_attributes(
     """The current values read back by attribute, in the class's order: its non-key
     columns' cells as read, then each multi-valued attribute's values, sorted and once
     each (docs/classes.md, Rendering; a child table's value in none of its rows is none)."""
+    multi = table.multi_valued_types
     current = {name: (xds_type, () if text is None else (text,), False) for name, xds_type, text in cells
-               if not table.is_multi_valued(name)}
-    if table.multi_valued:
-        values: dict[str, set[str]] = {m.name: set() for m in table.multi_valued}
+               if name not in multi}
+    if multi:
+        values: dict[str, set[str]] = {name: set() for name in multi}
         for name, _, text in cells:
             if name in values and text is not None:
                 values[name].add(text)
-        for m in table.multi_valued:
-            current[m.name] = (m.xds_type, tuple(sorted(values[m.name])), True)
+        for name, xds_type in multi.items():
+            current[name] = (xds_type, tuple(sorted(values[name])), True)
     return current
