@@ -31,8 +31,7 @@ def write_stream(stream: BinaryIO, commands: Iterable[bytes]) -> None:
     """One whole <nds> document holding ``commands`` (rendered XML, in order)."""
     head, tail = envelope()
     stream.write(head)
-    for xml in commands:
-        stream.write(xml)
+    stream.writelines(commands)
     stream.write(tail)
 
 

@@ -95,6 +95,11 @@ class OrderedCommands:
         self.total = len(self.order)
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        for ids, xml in self.chunks():
+            yield from zip(ids, xml)
+
+    def chunks(self) -> Iterator[tuple[list[int], list[bytes]]]:
+        """The commands in order, a stretch at a time: their cmd_ids, and their XML."""
         runs = [_Run(run) for run in self.runs]
         taken = np.zeros(len(runs), np.int64)  # rows of each run already taken
         for start in range(0, self.total, CHUNK):
@@ -107,8 +112,7 @@ class OrderedCommands:
                 for run, low, count in zip(runs, taken, counts)
             ]
             taken += counts
-            for cmd_id, owner in zip(self.ids[positions].tolist(), owners.tolist()):
-                yield cmd_id, next(pieces[owner])
+            yield self.ids[positions].tolist(), [next(pieces[owner]) for owner in owners.tolist()]
 
 
 def split_reduced(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[Note]]:

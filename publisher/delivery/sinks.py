@@ -94,14 +94,17 @@ class DirectorySink:
 
     def _documents(self, commands: OrderedCommands) -> Iterator[tuple[str, list[bytes]]]:
         """(final name, its commands' XML) of each document, in order."""
-        document: list[tuple[int, bytes]] = []
-        for command in commands:
-            document.append(command)
-            if len(document) == self.batch_size:
-                yield document_name(document[0][0]), [xml for _, xml in document]
-                document = []
-        if document:
-            yield document_name(document[0][0]), [xml for _, xml in document]
+        ids: list[int] = []
+        xml: list[bytes] = []
+        for more_ids, more_xml in commands.chunks():
+            ids += more_ids
+            xml += more_xml
+            whole = len(ids) - len(ids) % self.batch_size
+            for start in range(0, whole, self.batch_size):
+                yield document_name(ids[start]), xml[start : start + self.batch_size]
+            del ids[:whole], xml[:whole]
+        if ids:
+            yield document_name(ids[0]), xml
 
     def publish(self, commands: OrderedCommands) -> int:
         written: list[tuple[Path, str]] = []  # temporary path, final name

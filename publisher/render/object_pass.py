@@ -9,6 +9,7 @@ these few."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from dataclasses import fields
 from itertools import pairwise
@@ -55,6 +56,17 @@ def object_pass(
     """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # The pass makes no reference cycles, and each of the collector's runs would scan
+        # every row it holds, again and again, for nothing.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            yield from _reduced(batches)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _reduced(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[tuple] = []
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
