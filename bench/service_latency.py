@@ -1,6 +1,6 @@
 """Latency and sustained rate of ``xdspub poll`` on PostgreSQL, with the service warm.
 
-    python3 bench/service_latency.py [--url postgresql+psycopg://root@127.0.0.1/test]
+    python3 bench/service_latency.py [--url postgresql+psycopg://root@127.0.0.1/test] [--out-parent DIR]
 
 It creates a schema of its own with the sample per-field triggers, starts the service
 (Polling Interval 1, one document per command, directory output), waits until Spark is
@@ -45,12 +45,14 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--burst", type=int, default=20000)
+    parser.add_argument("--out-parent", help="where the output folder is made (default: the "
+                        "temporary folder); creating files is faster on some folders than others")
     args = parser.parse_args()
 
     schema = f"xb_{uuid.uuid4().hex[:8]}"
     engine, dialect = connect(args.url)
     init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="field")
-    out = Path(tempfile.mkdtemp(prefix="xdspub-latency-"))
+    out = Path(tempfile.mkdtemp(prefix="xdspub-latency-", dir=args.out_parent))
     log_path = out.with_suffix(".log")
     service = subprocess.Popen(
         [sys.executable, "-m", "publisher", "poll", "--db", args.url, "--schema", schema,
