@@ -120,8 +120,9 @@ def read_pending(
     settings: Settings,
     bounds: PendingBounds,
 ) -> DataFrame:
-    """The cycle's pending rows, read in record_id ranges. The caller fixes them (a local
-    checkpoint) before it uses them twice, so that later steps never re-read the table."""
+    """The cycle's pending rows, read in record_id ranges. The caller reads them once (into
+    the work folder's files, plans/exchange.py), so that later steps never re-read the
+    table."""
     query = pending_select(log, dialect, settings)
     split = ("record_id", bounds.low, bounds.high, bounds.rows) if bounds.rows else None
     return read_query(spark, engine, dialect, query, PENDING.ddl, split)
