@@ -58,7 +58,7 @@ def main() -> None:
     if not spark_module.class_archive().is_file():
         sys.exit(f"no class archive at {spark_module.class_archive()}: run python3 -m publisher.spark")
     options = [] if args.java_options is None else ["--java-options", args.java_options]
-    print(f"java options: {args.java_options or spark_module.JAVA_OPTIONS}")
+    print(f"java options: {args.java_options or spark_module.JAVA_OPTIONS}, the driver's also {spark_module.DRIVER_JAVA_OPTIONS}")
     for run in range(args.runs):
         for kind in ("archive", "none"):
             out = subprocess.run(

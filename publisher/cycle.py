@@ -106,8 +106,9 @@ class _EventLogSource:
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )
         self.bounds = pending_bounds(engine, log, dialect, settings)
-        early = dialect.early_statuses and not (settings.dry_run or settings.delete_processed)
-        self.early = EarlyStatuses(engine, log) if early else None
+        sql = dialect.early_statuses
+        early = sql is not None and not (settings.dry_run or settings.delete_processed)
+        self.early = EarlyStatuses(engine, log, sql) if early else None
 
     def count(self) -> int:
         return self.bounds.rows
@@ -141,10 +142,13 @@ class _EventLogSource:
 
     def acknowledge(self, ranges: list[StatusRange]) -> None:
         if self.early is not None and self.early.begun:
-            # The rows are S or E already, in the open transaction: mark the others.
-            self.early.commit([r for r in ranges if r[0] != Status.DONE])
-        else:
-            write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)
+            try:
+                # The rows are S or E already, in the open transaction: mark the others.
+                self.early.commit([r for r in ranges if r[0] != Status.DONE])
+                return
+            except sa.exc.DBAPIError:
+                self.early.close()  # lost or failed: the documents are durable, so afresh
+        write_statuses(self.engine, self.log, ranges, self.settings.delete_processed)
 
     def close(self) -> None:
         if self.early is not None:

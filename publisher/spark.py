@@ -21,10 +21,12 @@ SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 
 # Spark's JDBC source reads them (MariaDB, SQLite); the process tree stays under 1.5 GiB
 # (README, Memory).
 DRIVER_MEMORY = "512m"
-# One GC thread and no region bookkeeping: a smaller JVM beside the Python workers. The
-# client compiler alone: the JVM moves little of a cycle's data, and the optimising
-# compiler's threads would take the cores from the workers (README, Measured).
-JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+# One GC thread and no region bookkeeping: a smaller JVM beside the Python workers.
+JAVA_OPTIONS = "-XX:+UseSerialGC"
+# The driver's JVM runs the client compiler alone: it moves little of a cycle's data, and
+# the optimising compiler's threads would take the cores from the Python workers (README,
+# Measured). A cluster's executors keep both: theirs read MariaDB's and SQLite's rows.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # The driver JVM maps the classes it loads at start from an archive that set-up wrote
 # (class_archive): start-up spends most of its time loading and verifying them. A missing
 # archive, or one another JVM or Spark wrote, is passed over quietly.
@@ -77,7 +79,7 @@ def _session(master: str, driver_options: str) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.driver.memory", DRIVER_MEMORY)
-        .config("spark.driver.extraJavaOptions", f"{java_opts} {driver_options}")
+        .config("spark.driver.extraJavaOptions", f"{java_opts} {DRIVER_JAVA_OPTIONS} {driver_options}")
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )

@@ -39,3 +39,13 @@ def test_parts_merge_and_a_table_asked_too_often_is_read_whole() -> None:
     assert census.runs == [(1, 2 * half), (5000, 5000)]
     assert census.wanted == {"usr": None, "grp": {("1",)}}
     assert Census().rows == 0 and Census().wanted == {}
+
+
+def test_the_whole_census_holds_its_rejected_rows_by_record_id() -> None:
+    # Parts come in the order their tasks ended; the statuses need the E rows in order.
+    later, earlier = Census(), Census()
+    later.add(CLASSIFIED.batch([CLASSIFIED.row(record_id=9, status="E", reason="b"),
+                                CLASSIFIED.row(record_id=7, status="E", reason="a")]))
+    earlier.add(CLASSIFIED.batch([CLASSIFIED.row(record_id=2, status="E", reason="c")]))
+    census = whole({1: later, 0: earlier})
+    assert [note.record_id for note in census.rejected] == [2, 7, 9]

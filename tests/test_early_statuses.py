@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from publisher.cycle import run_cycle
 from publisher.delivery.sinks import FileSink
+from publisher.delivery.status import EarlyStatuses
 from publisher.errors import SinkError
 from publisher.source.event_log import open_event_log
 from tests.conftest import SampleDb, make_sample_db
@@ -38,9 +39,9 @@ def pg_db(tmp_path: Path, spark) -> SampleDb:
 class WatchedSink(FileSink):
     """A file sink that records the statuses other sessions see while it writes, and may fail."""
 
-    def __init__(self, path: Path, db: SampleDb, fail: bool = False) -> None:
+    def __init__(self, path: Path, db: SampleDb, fail: bool = False, kill: bool = False) -> None:
         super().__init__(path)
-        self.db, self.fail, self.seen, self.locked = db, fail, None, None
+        self.db, self.fail, self.kill, self.seen, self.locked = db, fail, kill, None, None
 
     def _locked_rows(self) -> int:
         """How many event log rows another transaction holds, once it holds all of them
@@ -58,6 +59,12 @@ class WatchedSink(FileSink):
     def publish(self, commands) -> int:
         self.seen = self.db.statuses()
         self.locked = self._locked_rows()
+        if self.kill:  # the early transaction's session ends, as a server timeout would end it
+            self.db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND state = 'idle in transaction' AND query LIKE :q",
+                q=f"%{self.db.table('indirect_process')}%",
+            )
         if self.fail:
             raise SinkError(f"cannot write {self.path}: no room")
         return super().publish(commands)
@@ -86,3 +93,28 @@ def test_a_failed_delivery_marks_nothing_and_holds_no_lock(pg_db: SampleDb, tmp_
     pg_db.execute(f"SET lock_timeout = '5s'; UPDATE {pg_db.table('indirect_process')} SET status = 'N'")
     _cycle(pg_db, WatchedSink(tmp_path / "again.xml", pg_db))
     assert sorted(pg_db.statuses().values()) == ["E", "S", "S", "W"]
+
+
+def test_a_lost_early_transaction_is_written_afresh_once_the_documents_are_durable(
+    pg_db: SampleDb, tmp_path: Path
+) -> None:
+    sink = WatchedSink(tmp_path / "out.xml", pg_db, kill=True)
+    _cycle(pg_db, sink)
+    assert sink.locked == len(ROWS) and set(sink.seen.values()) == {"N"}
+    assert sorted(pg_db.statuses().values()) == ["E", "S", "S", "W"]
+
+
+def test_a_row_another_session_marked_keeps_its_letter(pg_db: SampleDb) -> None:
+    settings = replace(pg_db.settings)
+    log = open_event_log(pg_db.engine, pg_db.dialect, settings)
+    ids = sorted(pg_db.statuses())
+    # Set to S by someone else after the cycle read it, before its early UPDATE.
+    pg_db.execute(f"UPDATE {pg_db.table('indirect_process')} SET status = 'S' WHERE record_id = {ids[1]}")
+    early = EarlyStatuses(pg_db.engine, log, pg_db.dialect.early_statuses)
+    try:
+        early.begin([("S", ids[0], ids[-1])])
+        early.commit([("W", ids[1], ids[1]), ("W", ids[2], ids[2])])  # the object pass's W rows
+    finally:
+        early.close()
+    statuses = pg_db.statuses()
+    assert [statuses[i] for i in ids] == ["S", "S", "W", "S"]

@@ -4,7 +4,9 @@ status letter over ranges of record_ids, never one statement per row.
 Where the database lets an uncommitted UPDATE of the rows read block nothing the triggers
 do (Dialect.early_statuses), a Spark cycle starts that transaction as soon as its rows are
 classified (EarlyStatuses) and commits it once the documents are durable: the UPDATE runs
-while the commands are reduced and rendered, and a crash before the commit rolls it back."""
+while the commands are reduced and rendered, and a crash before the commit rolls it back.
+Should that transaction fail or be lost, the cycle writes the statuses afresh, as without
+it, once the documents are durable."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 
 from publisher.model.statuses import Status, StatusRange, is_deleted
+from publisher.source.dialects import EarlyStatusSql
 from publisher.source.event_log import EventLog
 
 
@@ -23,10 +26,14 @@ def _write(
     ranges: Iterable[StatusRange],
     delete_processed: bool,
     was: str = Status.NEW,
+    *also: sa.ColumnElement[bool],
 ) -> None:
-    """``ranges``' letters on their rows whose status is ``was`` (or those rows deleted)."""
+    """``ranges``' letters on their rows whose status is ``was`` and of which ``also`` holds
+    (or those rows deleted)."""
     record_id, status = log.column("record_id"), log.column("status")
-    in_range = sa.and_(record_id.between(sa.bindparam("low"), sa.bindparam("high")), status == was)
+    in_range = sa.and_(
+        record_id.between(sa.bindparam("low"), sa.bindparam("high")), status == was, *also
+    )
     update = log.table.update().where(in_range).values({status: sa.bindparam("letter")})
     delete = log.table.delete().where(in_range)
     updates, deletes = [], []
@@ -54,8 +61,8 @@ class EarlyStatuses:
     own; ``commit`` marks the rows the object pass found otherwise (W, E: they are S by
     then, in this transaction) and commits; ``close`` rolls back what was not committed."""
 
-    def __init__(self, engine: sa.Engine, log: EventLog) -> None:
-        self.engine, self.log = engine, log
+    def __init__(self, engine: sa.Engine, log: EventLog, sql: EarlyStatusSql) -> None:
+        self.engine, self.log, self.sql = engine, log, sql
         self.conn: sa.Connection | None = None
         self.thread: threading.Thread | None = None
         self.failure: BaseException | None = None
@@ -63,12 +70,13 @@ class EarlyStatuses:
     def begin(self, ranges: list[StatusRange]) -> None:
         self.conn = self.engine.connect()
         self.conn.begin()
+        self.conn.execute(sa.text(self.sql.prepare))
         self.thread = threading.Thread(target=self._mark, args=(ranges,), daemon=True)
         self.thread.start()
 
     def _mark(self, ranges: list[StatusRange]) -> None:
         try:
-            _write(self.conn, self.log, ranges, delete_processed=False)
+            _write(self.conn, self.log, ranges, False)
         except BaseException as exc:  # raised in the cycle's thread, by commit
             self.failure = exc
 
@@ -85,7 +93,9 @@ class EarlyStatuses:
         self._wait()
         if self.failure is not None:
             raise self.failure
-        _write(self.conn, self.log, exceptions, delete_processed=False, was=Status.DONE)
+        # Only rows this transaction made S: another session's S stays.
+        mine = sa.text(self.sql.changed_here)
+        _write(self.conn, self.log, exceptions, False, Status.DONE, mine)
         self.conn.commit()
 
     def close(self) -> None:

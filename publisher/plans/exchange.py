@@ -46,13 +46,33 @@ def buckets_of(rows: pa.RecordBatch, buckets: int) -> np.ndarray:
     return np.fromiter(hashes, np.uint32, len(keys)) % buckets
 
 
+class _BucketFile:
+    """One bucket's rows from one task: an Arrow file under a name of its own."""
+
+    def __init__(self, directory: Path, number: int) -> None:
+        self.stream, self.path = create_temporary(directory, f"rows-{number:05d}.arrow")
+        self.writer = ipc.new_file(self.stream, OBJECT_ROWS.arrow)
+
+    def close(self) -> None:
+        self.writer.close()  # writes the footer; the stream is the caller's to close
+        self.stream.close()
+
+    def abandon(self) -> None:
+        """Let go of the file if close did not (after a failure), without raising."""
+        if not self.stream.closed:
+            try:
+                self.stream.close()
+            except OSError:
+                pass  # the failure already reported says why
+
+
 def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
     """mapInArrow body: ``body``'s rows (rows.CLASSIFIED, whose live rows are kept, or
     rows.STATE) written to a file per bucket in ``directory``; reports (rows.EXCHANGED)
     each file and its rows, or why one could not be written."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        files: dict[int, tuple[Path, ipc.RecordBatchFileWriter]] = {}
+        files: dict[int, _BucketFile] = {}
         counts = np.zeros(buckets, np.int64)
         try:
             for batch in body(batches):
@@ -65,19 +85,21 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
                 start = 0
                 for number in np.flatnonzero(sizes).tolist():
                     if number not in files:
-                        stream, path = create_temporary(Path(directory), f"rows-{number:05d}.arrow")
-                        files[number] = (path, ipc.new_file(stream, OBJECT_ROWS.arrow))
-                    files[number][1].write_batch(rows.slice(start, sizes[number]))
+                        files[number] = _BucketFile(Path(directory), number)
+                    files[number].writer.write_batch(rows.slice(start, sizes[number]))
                     start += sizes[number]
                 counts += sizes
-            for _, writer in files.values():
-                writer.close()
+            for file in files.values():
+                file.close()  # whole on disk before the report names it
         except OSError as exc:
             message = f"cannot write {exc.filename}: {exc.strerror or exc}"
             yield EXCHANGED.batch([EXCHANGED.row(error=message)])
             return
+        finally:
+            for file in files.values():
+                file.abandon()
         yield EXCHANGED.batch(
-            [EXCHANGED.row(n, str(path), int(counts[n])) for n, (path, _) in files.items()]
+            [EXCHANGED.row(n, str(file.path), int(counts[n])) for n, file in files.items()]
         )
 
     return write

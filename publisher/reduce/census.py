@@ -28,7 +28,7 @@ class Census:
     census."""
 
     runs: list[tuple[int, int]] = field(default_factory=list)  # record_ids, as runs
-    rejected: list[Note] = field(default_factory=list)  # the E rows
+    rejected: list[Note] = field(default_factory=list)  # the E rows (by record_id: whole)
     # table name -> the asked objects' keys, or None when more than KEYED_READ_LIMIT
     wanted: dict[str, Keys | None] = field(default_factory=dict)
 
@@ -102,8 +102,10 @@ def census_parts(spark_context):
 
 
 def whole(parts: dict[int, Census]) -> Census:
-    """The cycle's census from its tasks' parts."""
+    """The cycle's census from its tasks' parts, its E rows by record_id (the parts come in
+    the order their tasks ended, and a part's in the order its rows were read)."""
     census = Census()
     for part in parts.values():
         census.merge(part)
+    census.rejected.sort()
     return census

@@ -1,4 +1,4 @@
-"""The object pass: in the executors, each object's live rows (pipeline.by_object) reduced
+"""The object pass: in the executors, each object's live rows (plans/exchange.py) reduced
 by the rules and its commands rendered, in one Python pass per partition. An object's
 current rows (rows.STATE, reduce/current.py) come first: they are what its query-back
 events read.

@@ -16,6 +16,14 @@ from publisher.errors import ConfigError
 
 
 @dataclass(frozen=True)
+class EarlyStatusSql:
+    """What a status transaction begun early needs (delivery/status.py)."""
+
+    prepare: str  # readies the session for a transaction left open while the cycle runs
+    changed_here: str  # a condition true of the rows this transaction changed
+
+
+@dataclass(frozen=True)
 class Dialect:
     name: str  # SQLAlchemy backend name
     jdbc_url: str  # format string over the parts of the SQLAlchemy URL
@@ -48,9 +56,9 @@ class Dialect:
     # instead of Spark's JDBC source.
     copy_reads: bool = False
     # A Spark cycle's status UPDATE may run, uncommitted, while it reduces and renders
-    # (delivery/status.py): the rows it locks block nothing the triggers do (no gap locks,
-    # no lock on the whole database).
-    early_statuses: bool = False
+    # (delivery/status.py), where the rows it locks block nothing the triggers do (no gap
+    # locks, no lock on the whole database). None: statuses are written at the end.
+    early_statuses: EarlyStatusSql | None = None
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -133,7 +141,11 @@ POSTGRESQL = Dialect(
     run_script=lambda connection, script: connection.execute(script),
     lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
     copy_reads=True,
-    early_statuses=True,
+    early_statuses=EarlyStatusSql(
+        # A server's idle-in-transaction timeout would end the session mid-cycle.
+        prepare="SET LOCAL idle_in_transaction_session_timeout = 0",
+        changed_here="xmin = pg_current_xact_id()::xid",
+    ),
 )
 
 MARIADB = Dialect(
