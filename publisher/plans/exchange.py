@@ -36,14 +36,20 @@ Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 Frame = tuple["DataFrame", Passes]  # rows, and the mapInArrow body to run over them
 
 
-def buckets_of(rows: pa.RecordBatch, buckets: int) -> np.ndarray:
-    """Each row's bucket, by its object: the same in every process (Python's own hash of a
-    str differs from one process to the next)."""
+# The files hold rows.OBJECT_ROWS and each row's object hash: a bucket is the hash modulo
+# the bucket count, a piece of a bucket too big for one pass the quotient modulo the pieces.
+_HASH = "object_hash"
+_FILE_SCHEMA = OBJECT_ROWS.arrow.append(pa.field(_HASH, pa.uint32()))
+
+
+def object_hashes(rows: pa.RecordBatch) -> np.ndarray:
+    """Each row's object hash: the same in every process (Python's own hash of a str
+    differs from one process to the next)."""
     tables = rows.column("table_name").to_pylist()
     keys = rows.column("canonical_key").to_pylist()
     seeds = {name: zlib.crc32(name.encode()) for name in set(tables)}
     hashes = (zlib.crc32(key.encode(), seeds[table]) for table, key in zip(tables, keys))
-    return np.fromiter(hashes, np.uint32, len(keys)) % buckets
+    return np.fromiter(hashes, np.uint32, len(keys))
 
 
 class _BucketFile:
@@ -51,7 +57,7 @@ class _BucketFile:
 
     def __init__(self, directory: Path, number: int) -> None:
         self.stream, self.path = create_temporary(directory, f"rows-{number:05d}.arrow")
-        self.writer = ipc.new_file(self.stream, OBJECT_ROWS.arrow)
+        self.writer = ipc.new_file(self.stream, _FILE_SCHEMA)
 
     def close(self) -> None:
         self.writer.close()  # writes the footer; the stream is the caller's to close
@@ -79,7 +85,9 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
                 rows = object_rows(batch)
                 if not rows.num_rows:
                     continue
-                bucket = buckets_of(rows, buckets)
+                hashes = object_hashes(rows)
+                bucket = hashes % buckets
+                rows = pa.RecordBatch.from_arrays([*rows.columns, pa.array(hashes)], schema=_FILE_SCHEMA)
                 rows = rows.take(np.argsort(bucket, kind="stable"))
                 sizes = np.bincount(bucket, minlength=buckets)
                 start = 0
@@ -105,16 +113,26 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
     return write
 
 
-def bucket_rows(files: dict[int, list[str]]) -> Passes:
+def bucket_rows(files: dict[int, list[str]], buckets: int) -> Passes:
     """mapInArrow body over bucket numbers: each bucket's rows (rows.OBJECT_ROWS) from its
-    files, in object order."""
+    files, in object order, at most about ROWS_PER_TASK of them sorted at a time: a bucket
+    holds more when query-back reads a table far bigger than the backlog, and then goes
+    piece by piece, each piece whole objects."""
 
     def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in numbers:
             for number in batch.column(0).to_pylist():
+                # Mapped, not read: a piece's rows are copied when they are sorted.
                 parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in files.get(number, ())]
-                if parts:
-                    yield from in_object_order(pa.concat_tables(parts)).to_batches(BATCH_ROWS)
+                if not parts:
+                    continue
+                rows = pa.concat_tables(parts)
+                pieces = -(-rows.num_rows // ROWS_PER_TASK)
+                piece = (rows.column(_HASH).to_numpy() // buckets) % pieces
+                for index in range(pieces):
+                    part = rows if pieces == 1 else rows.filter(pa.array(piece == index))
+                    part = in_object_order(part.drop_columns([_HASH]))
+                    yield from part.to_batches(BATCH_ROWS)
 
     return read
 
@@ -148,4 +166,4 @@ class Exchange:
         """The bucket numbers, and the body that gives each bucket's rows (rows.OBJECT_ROWS)
         in object order."""
         numbers = self.spark.range(self.buckets, numPartitions=self.buckets)
-        return numbers, bucket_rows(dict(self.files))
+        return numbers, bucket_rows(dict(self.files), self.buckets)
