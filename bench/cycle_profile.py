@@ -26,7 +26,7 @@ from publisher.reduce.census import census_parts, counted, whole
 from publisher.reduce.current import state_frames
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
-from publisher.source.copy_read import ranges_through
+from publisher.source.copy_read import ranged_frame
 from publisher.source.database import connect
 from publisher.source.event_log import (
     open_event_log,
@@ -78,8 +78,8 @@ def main() -> None:
         if ranges is None:
             frame = (pending, counted(classify, parts))
         else:
-            numbers = spark.range(len(ranges), numPartitions=len(ranges))
-            frame = (numbers, counted(ranges_through(ranges, classify), parts))
+            numbers, read_classify = ranged_frame(spark, ranges, classify)
+            frame = (numbers, counted(read_classify, parts))
         how = "JDBC" if ranges is None else f"COPY in {len(ranges)} ranges"
         seconds = _seconds(lambda: exchange.write([frame]))
         print(f"read ({how}), classify and census, rows to {exchange.buckets} buckets: {seconds:.2f} s")

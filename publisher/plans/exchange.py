@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from publisher.delivery.documents import create_temporary
-from publisher.delivery.ordered import first_failure
+from publisher.delivery.ordered import Passes, first_failure
 from publisher.model.rows import EXCHANGED, OBJECT_ROWS
 from publisher.reduce.pipeline import in_object_order, object_rows
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
 BATCH_ROWS = 10_000  # rows per batch into the object pass
-Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 Frame = tuple["DataFrame", Passes]  # rows, and the mapInArrow body to run over them
 
 

@@ -16,7 +16,7 @@ from publisher.reduce.census import census_parts, counted, whole
 from publisher.reduce.current import state_frames
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
-from publisher.source.copy_read import ranges_through
+from publisher.source.copy_read import ranged_frame
 
 ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 
@@ -43,8 +43,8 @@ def reduce_on_spark(
     if ranges is None:
         pending = (source.pending(spark), counted(classify, parts))
     else:
-        numbers = spark.range(len(ranges), numPartitions=len(ranges))
-        pending = (numbers, counted(ranges_through(ranges, classify), parts))
+        numbers, read_classify = ranged_frame(spark, ranges, classify)
+        pending = (numbers, counted(read_classify, parts))
     exchange = Exchange(spark, work, rows)
     exchange.write([pending])
     census = whole(parts.value)

@@ -20,7 +20,7 @@ from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import STATE
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
 from publisher.reduce.vectorised_state import StateColumns
-from publisher.source.copy_read import CopyRanges, ranges_through
+from publisher.source.copy_read import CopyRanges, ranged_frame
 
 # (table, key column names, the wanted keys' text values or None for all) -> raw rows
 ReadTable = Callable[[Table, Sequence[str], "list[tuple[str, ...]] | None"], DataFrame]
@@ -88,6 +88,5 @@ def state_frames(
         if ranges is None:
             frames.append((read(part, part.key_columns, keyed), body))
         else:
-            numbers = spark.range(len(ranges), numPartitions=len(ranges))
-            frames.append((numbers, ranges_through(ranges, body)))
+            frames.append(ranged_frame(spark, ranges, body))
     return frames

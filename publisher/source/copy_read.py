@@ -8,12 +8,16 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
 from publisher.source.jdbc import jdbc_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 BLOCK_BYTES = 1 << 20  # rows parsed together, at least: a batch is about this big
 
@@ -106,6 +110,16 @@ def ranges_through(
                 yield from body(ranges.read(index))
 
     return read
+
+
+def ranged_frame(
+    spark: SparkSession,
+    ranges: CopyRanges,
+    body: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+) -> tuple[DataFrame, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]:
+    """One task a range: the range numbers, and the mapInArrow body that reads each range
+    and puts its rows through ``body`` (ranges_through)."""
+    return spark.range(len(ranges), numPartitions=len(ranges)), ranges_through(ranges, body)
 
 
 def copy_ranges(
