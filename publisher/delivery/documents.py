@@ -27,24 +27,82 @@ def document_name(event_id: int) -> str:
     return f"{event_id:020d}.xml"
 
 
-def write_stream(stream: BinaryIO, commands: Iterable[bytes]) -> None:
+def document_bytes(commands: Iterable[bytes]) -> bytes:
     """One whole <nds> document holding ``commands`` (rendered XML, in order)."""
+    head, tail = envelope()
+    return b"".join((head, *commands, tail))
+
+
+def write_stream(stream: BinaryIO, commands: Iterable[bytes]) -> None:
+    """One whole <nds> document holding ``commands``, streamed (for documents too big to
+    hold twice in memory)."""
     head, tail = envelope()
     stream.write(head)
     stream.writelines(commands)
     stream.write(tail)
 
 
-def create_temporary(directory: Path, final_name: str) -> tuple[BinaryIO, Path]:
-    """A new file in ``directory`` for what will be ``final_name``: opened for writing,
-    created by this call and no other (never an existing file or link)."""
-    while True:
-        path = directory / f".{final_name}.{secrets.token_hex(8)}.tmp"
+class Folder:
+    """A directory opened once: files are created, renamed and removed relative to it, so a
+    document costs no walk of its path (a burst of thousands of one-command documents is
+    bound by these calls)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        os.close(self.fd)
+
+    def create(self, final_name: str) -> tuple[int, str]:
+        """A new file for what will be ``final_name``: its descriptor, open for writing, and
+        its temporary name, created by this call and no other (never an existing file or
+        link)."""
+        while True:
+            name = f".{final_name}.{secrets.token_hex(8)}.tmp"
+            try:
+                return os.open(name, _CREATE, 0o666, dir_fd=self.fd), name
+            except FileExistsError:
+                continue
+
+    def write(self, final_name: str, data: bytes) -> str:
+        """``data`` in a new temporary file for ``final_name`` (not flushed to disk); its
+        temporary name."""
+        fd, name = self.create(final_name)
         try:
-            fd = os.open(path, _CREATE, 0o666)
-        except FileExistsError:
-            continue
-        return os.fdopen(fd, "wb"), path
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            self.remove(name)
+            raise
+        finally:
+            os.close(fd)
+        return name
+
+    def replace(self, name: str, final_name: str) -> None:
+        os.replace(name, final_name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def remove(self, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+
+    def sync(self) -> None:
+        """Make the renames in this directory durable."""
+        os.fsync(self.fd)
+
+
+def create_temporary(directory: Path, final_name: str) -> tuple[BinaryIO, Path]:
+    """A new file in ``directory`` for what will be ``final_name``, opened for writing (see
+    Folder.create)."""
+    with Folder(directory) as folder:
+        fd, name = folder.create(final_name)
+    return os.fdopen(fd, "wb"), directory / name
 
 
 def write_durably(path: Path, write: Callable[[BinaryIO], None]) -> None:
@@ -66,8 +124,5 @@ def write_durably(path: Path, write: Callable[[BinaryIO], None]) -> None:
 
 def sync_directory(directory: Path) -> None:
     """Make the renames in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with Folder(directory) as folder:
+        folder.sync()

@@ -17,7 +17,8 @@ from typing import BinaryIO, Protocol
 
 from publisher.delivery.documents import (
     HEARTBEAT_NAME,
-    create_temporary,
+    Folder,
+    document_bytes,
     document_name,
     sync_directory,
     write_durably,
@@ -107,26 +108,25 @@ class DirectorySink:
             yield document_name(ids[0]), xml
 
     def publish(self, commands: OrderedCommands) -> int:
-        written: list[tuple[Path, str]] = []  # temporary path, final name
+        written: list[tuple[str, str]] = []  # temporary name, final name
         renamed = 0
         try:
-            for name, xml in self._documents(commands):
-                stream, temporary = create_temporary(self.directory, name)
-                written.append((temporary, name))
-                with stream:
-                    write_stream(stream, xml)
-            if written:
-                os.sync()  # one flush of every file written, before any is renamed
-            for temporary, name in written:
-                os.replace(temporary, self.directory / name)
-                renamed += 1
+            with Folder(self.directory) as folder:
+                try:
+                    for name, xml in self._documents(commands):
+                        written.append((folder.write(name, document_bytes(xml)), name))
+                    if written:
+                        os.sync()  # one flush of every file written, before any is renamed
+                    for temporary, name in written:
+                        folder.replace(temporary, name)
+                        renamed += 1
+                    if written:
+                        folder.sync()
+                finally:
+                    for temporary, _ in written[renamed:]:
+                        folder.remove(temporary)
         except OSError as exc:
             raise SinkError(f"cannot write in {self.directory}: {exc.strerror or exc}") from exc
-        finally:
-            for temporary, _ in written[renamed:]:
-                temporary.unlink(missing_ok=True)
-        if written:
-            sync_directory(self.directory)
         return len(written)
 
     def heartbeat(self) -> None:
