@@ -117,7 +117,7 @@ class _EventLogSource:
         return read_pending(spark, self.engine, self.log, self.dialect, self.settings, self.bounds)
 
     def pending_rows(self) -> pa.Table:
-        return pending_rows(self.engine, self.log, self.dialect, self.settings)
+        return pending_rows(self.engine, self.log, self.dialect, self.settings, self.bounds)
 
     def pending_ranges(self, parts: int) -> CopyRanges | None:
         return pending_ranges(self.engine, self.log, self.dialect, self.settings, self.bounds, parts)

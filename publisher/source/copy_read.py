@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
+from publisher.source.database import libpq_conninfo
 from publisher.source.jdbc import jdbc_sql
 
 if TYPE_CHECKING:
@@ -138,5 +139,4 @@ def copy_ranges(
         "TO STDOUT WITH (FORMAT csv)"
         for low, high in ranges
     )
-    url = engine.url.set(drivername="postgresql", query={})
-    return CopyRanges(url.render_as_string(hide_password=False), statements, schema, hex_columns)
+    return CopyRanges(libpq_conninfo(engine), statements, schema, hex_columns)

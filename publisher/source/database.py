@@ -37,6 +37,11 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
     return engine, dialect
 
 
+def libpq_conninfo(engine: sa.Engine) -> str:
+    """The engine's PostgreSQL URL as libpq takes it, for psycopg connections of our own."""
+    return engine.url.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
+
+
 def shown_url(url: str) -> str:
     """A database URL as it may be shown: its password hidden, even when it does not parse
     (docs/delivery.md, Secrets)."""

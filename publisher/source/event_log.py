@@ -139,8 +139,19 @@ def pending_ranges(
     return copy_ranges(engine, pending_select(log, dialect, settings), PENDING.arrow, "record_id", ranges)
 
 
-def pending_rows(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> pa.Table:
-    """The cycle's pending rows (rows.PENDING) read by the driver, for a cycle of few rows."""
+def pending_rows(
+    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds
+) -> pa.Table:
+    """The cycle's pending rows (rows.PENDING) read by the driver, for a cycle of few rows:
+    with COPY where the database has it, as the Python workers read a big cycle's."""
+    ranges = pending_ranges(engine, log, dialect, settings, bounds, 1)
+    if ranges is not None:
+        return pa.Table.from_batches(list(ranges.read(0)), PENDING.arrow)
+    return selected_pending_rows(engine, log, dialect, settings)
+
+
+def selected_pending_rows(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> pa.Table:
+    """The cycle's pending rows (rows.PENDING), through SQLAlchemy: any database."""
 
     def value(name: str, value: object) -> object:
         if name == "record_id" or value is None:

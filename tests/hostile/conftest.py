@@ -454,10 +454,12 @@ def mariadb_users(text: str) -> dict[str, str]:
     return users
 
 
+# A COPY is a write unless it copies a plain SELECT out (how the pending rows are read).
 WRITES = re.compile(
     r"^\W*(INSERT|UPDATE|DELETE|DROP|CREATE|ALTER|TRUNCATE|GRANT|REVOKE|MERGE|REPLACE|RENAME"
-    r"|COPY|CALL|DO|LOAD|HANDLER|LOCK|SET\s+ROLE|SET\s+SESSION\s+AUTHORIZATION)\b",
-    re.I,
+    r"|COPY(?!\s*\(\s*SELECT\b.*\)\s*TO\s+STDOUT\b)|CALL|DO|LOAD|HANDLER|LOCK|SET\s+ROLE"
+    r"|SET\s+SESSION\s+AUTHORIZATION)\b",
+    re.I | re.S,
 )
 
 
