@@ -1,10 +1,10 @@
 """Latency and sustained rate of ``xdspub poll`` on PostgreSQL, with the service warm.
 
-    python3 bench/service_latency.py [--url postgresql+psycopg://root@127.0.0.1/test] [--out-parent DIR]
+    python3 bench/service_latency.py [--url postgresql+psycopg://root@127.0.0.1/test] [--out-parent DIR] [--no-wake]
 
 It creates a schema of its own with the sample per-field triggers, starts the service
-(Polling Interval 1, one document per command, directory output), waits until Spark is
-warm, then
+(Polling Interval 1, one document per command, directory output; waking on the event
+log's notifications unless --no-wake), waits until Spark is warm, then
 1. makes --changes changes (each an INSERT into usr that its trigger logs as one event),
    --rate per second, and measures for each the time from its commit to its document on
    disk (the file's modification time): median and 99th percentile;
@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=20000)
     parser.add_argument("--out-parent", help="where the output folder is made (default: the "
                         "temporary folder); creating files is faster on some folders than others")
+    parser.add_argument("--no-wake", action="store_true", help="the service only polls")
     args = parser.parse_args()
 
     schema = f"xb_{uuid.uuid4().hex[:8]}"
@@ -56,7 +57,8 @@ def main() -> None:
     log_path = out.with_suffix(".log")
     service = subprocess.Popen(
         [sys.executable, "-m", "publisher", "poll", "--db", args.url, "--schema", schema,
-         "--out", str(out), "--interval", "1", "--publisher-user", "xdspub"],
+         "--out", str(out), "--interval", "1", "--publisher-user", "xdspub",
+         *(["--no-wake"] if args.no_wake else [])],
         stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True,
     )
     usr, log = f"{schema}.usr", f"{schema}.indirect_process"
@@ -81,7 +83,8 @@ def main() -> None:
         wait(lambda: all(f.exists() for f in files.values()), 600, "every document")
         latencies = sorted(os.stat(files[rid]).st_mtime - t for rid, t in committed.items())
         p99 = latencies[min(len(latencies) - 1, int(round(0.99 * len(latencies))) - 1)]
-        print(f"latency over {len(latencies)} changes at {args.rate:g}/s, Polling Interval 1: "
+        waking = "polling only" if args.no_wake else "waking on notifications"
+        print(f"latency over {len(latencies)} changes at {args.rate:g}/s, Polling Interval 1, {waking}: "
               f"median {statistics.median(latencies):.2f} s, p99 {p99:.2f} s, max {latencies[-1]:.2f} s")
 
         base = args.changes + 1

@@ -254,6 +254,8 @@ def export(
 @_option("--post-statements", help="SQL run after each active cycle.")
 @_option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics here.")
 @_option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_option("--no-wake", is_flag=True,
+         help="Poll only every interval, not also when the event log's trigger notifies (PostgreSQL).")
 def poll(
     out: str,
     interval: int,
@@ -261,6 +263,7 @@ def poll(
     post_statements: str | None,
     metrics_port: int | None,
     log_format: str,
+    no_wake: bool,
     **options: Any,
 ) -> None:
     """The polling service: publish what is pending every interval, until SIGTERM."""
@@ -273,7 +276,7 @@ def poll(
     options["query_limit"] = options["query_limit"] or DEFAULT_QUERY_LIMIT
     service = PollingService(
         Settings(**options),
-        ServiceOptions(interval, heartbeat, post_statements, metrics_port),
+        ServiceOptions(interval, heartbeat, post_statements, metrics_port, wake=not no_wake),
         out,
     )
     click.get_current_context().exit(service.run())

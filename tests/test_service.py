@@ -194,6 +194,27 @@ def test_dropped_connections_and_an_unwritable_sink_are_retried(server, tmp_path
     assert_marked_rows_were_delivered(server, out)
 
 
+def test_logged_rows_wake_the_service_before_its_interval_ends(tmp_path, spark):
+    """PostgreSQL: the event log's trigger notifies, so a service polling every ten minutes
+    still publishes within seconds; also after its listening session is killed."""
+    db = make_sample_db("postgresql", tmp_path)
+    try:
+        out = tmp_path / "out"
+        poll = Poll(db, out, tmp_path / "poll.log", "--interval", "600")
+        poll.wait_log("info listening")
+        deletes(db, 1, 3)
+        poll.wait_for(lambda: set(db.statuses().values()) == {"S"}, "publication on a wake-up", 60)
+
+        drop_other_sessions(db)
+        poll.wait_for(lambda: poll.log().count("info listening") == 2, "listening again", 60)
+        deletes(db, 4, 3)
+        poll.wait_for(lambda: set(db.statuses().values()) == {"S"}, "publication after a drop", 60)
+        assert poll.terminate() == 0
+        assert_marked_rows_were_delivered(db, out)
+    finally:
+        db.drop()
+
+
 @pytest.mark.restarts_server
 def test_a_database_restart_is_retried(private_server, tmp_path):
     server, db = private_server

@@ -13,6 +13,7 @@ import logging
 import signal
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -23,8 +24,9 @@ from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
 from publisher.service.logs import log
 from publisher.service.metrics import Metrics
+from publisher.service.wake_ups import WakeUps
 from publisher.settings import Settings
-from publisher.source.database import connect, run_scripts
+from publisher.source.database import connect, libpq_conninfo, run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, pending_probe
 
@@ -37,6 +39,7 @@ class ServiceOptions:
     heartbeat_minutes: float = 0.0  # 0: off
     post_statements: str | None = None  # SQL run after an active cycle
     metrics_port: int | None = None
+    wake: bool = True  # poll at once when the event log's trigger says rows were logged
 
 
 class PollingService:
@@ -46,10 +49,12 @@ class PollingService:
         if not isinstance(self.sink, (DirectorySink, StdoutSink)):
             raise ConfigError("poll writes to a directory or to standard output (-)")
         self.stopping = threading.Event()
+        self.wake = threading.Event()  # ends the pause between polls early
         self.metrics = Metrics()
 
     def stop(self, *_args: object) -> None:
         self.stopping.set()
+        self.wake.set()
 
     def run(self) -> int:
         for number in (signal.SIGTERM, signal.SIGINT):
@@ -62,12 +67,21 @@ class PollingService:
         log_table = open_event_log(engine, dialect, self.settings)
         lock = PublisherLock(engine, dialect, lock_name(self.settings))
         self._warm_spark()
+        with self._wake_ups(engine, dialect, log_table):
+            self._serve(engine, dialect, log_table, lock)
+        lock.release()
+        engine.dispose()
+        log(logging.INFO, "stopped")
+        return 0
+
+    def _serve(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog, lock: PublisherLock) -> None:
         backoff = self.options.interval
         last_active = time.monotonic()
         while not self.stopping.is_set():
             try:
                 if not lock.held() and not self._acquire(lock):
                     break
+                self.wake.clear()  # a wake-up from now on means rows this poll may miss
                 if self._probe(engine, dialect, log_table):
                     report = self._cycle(engine, dialect, log_table)
                     last_active = time.monotonic()
@@ -85,11 +99,14 @@ class PollingService:
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
-            self.stopping.wait(self.options.interval)
-        lock.release()
-        engine.dispose()
-        log(logging.INFO, "stopped")
-        return 0
+            self.wake.wait(self.options.interval)
+
+    def _wake_ups(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> AbstractContextManager:
+        """Listening for the event log's notifications, where the database sends them."""
+        if not (self.options.wake and dialect.wake_channel):
+            return nullcontext()
+        channel = dialect.wake_channel(log_table.table.schema, log_table.table.name)
+        return WakeUps(libpq_conninfo(engine), channel, self.wake, MAX_BACKOFF_SECONDS)
 
     def _connect(self) -> tuple[sa.Engine | None, Dialect | None]:
         backoff = self.options.interval
