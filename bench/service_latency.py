@@ -2,9 +2,10 @@
 
     python3 bench/service_latency.py [--url postgresql+psycopg://root@127.0.0.1/test] [--out-parent DIR] [--no-wake]
 
-It creates a schema of its own with the sample per-field triggers, starts the service
-(Polling Interval 1, one document per command, directory output; waking on the event
-log's notifications unless --no-wake), waits until Spark is warm, then
+It creates a schema of its own with the sample per-field triggers and the event log's
+wake-up trigger (init-db --wake; not with --no-wake, so the service only polls), starts
+the service (Polling Interval 1, one document per command, directory output), waits until
+Spark is warm, then
 1. makes --changes changes (each an INSERT into usr that its trigger logs as one event),
    --rate per second, and measures for each the time from its commit to its document on
    disk (the file's modification time): median and 99th percentile;
@@ -47,18 +48,17 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=20000)
     parser.add_argument("--out-parent", help="where the output folder is made (default: the "
                         "temporary folder); creating files is faster on some folders than others")
-    parser.add_argument("--no-wake", action="store_true", help="the service only polls")
+    parser.add_argument("--no-wake", action="store_true", help="no wake-up trigger: the service only polls")
     args = parser.parse_args()
 
     schema = f"xb_{uuid.uuid4().hex[:8]}"
     engine, dialect = connect(args.url)
-    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="field")
+    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="field", wake=not args.no_wake)
     out = Path(tempfile.mkdtemp(prefix="xdspub-latency-", dir=args.out_parent))
     log_path = out.with_suffix(".log")
     service = subprocess.Popen(
         [sys.executable, "-m", "publisher", "poll", "--db", args.url, "--schema", schema,
-         "--out", str(out), "--interval", "1", "--publisher-user", "xdspub",
-         *(["--no-wake"] if args.no_wake else [])],
+         "--out", str(out), "--interval", "1", "--publisher-user", "xdspub"],
         stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True,
     )
     usr, log = f"{schema}.usr", f"{schema}.indirect_process"

@@ -135,13 +135,18 @@ def cli() -> None:
 @click.option("--sample", is_flag=True, help="Also the documents' sample schema and triggers.")
 @_option("--triggers", type=click.Choice(["field", "query-back", "none"]), default="field",
          show_default=True, help="Sample triggers: per-field events 1/2/4, query-back 5/6/4, or none.")
-def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, triggers: str) -> None:
+@_option("--wake", is_flag=True,
+         help="Also the event log's wake-up trigger: poll starts at once when rows are logged "
+         "(PostgreSQL; serialises the commits of the transactions that log rows).")
+def init_db_command(
+    db_url: str, schema: str, log_table: str, sample: bool, triggers: str, wake: bool
+) -> None:
     """Create the event log (and the sample schema); keeps what exists."""
     from publisher.source.database import connect
     from publisher.source.init_db import init_db
 
     engine, dialect = connect(db_url, create=True)
-    names = init_db(engine, dialect, schema, log_table, sample, triggers)
+    names = init_db(engine, dialect, schema, log_table, sample, triggers, wake)
     click.echo(f"xdspub: ran {', '.join(names)} on {engine.url.render_as_string()}", err=True)
 
 
@@ -255,7 +260,7 @@ def export(
 @_option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics here.")
 @_option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_option("--no-wake", is_flag=True,
-         help="Poll only every interval, not also when the event log's trigger notifies (PostgreSQL).")
+         help="Poll only every interval, even where the event log has the wake-up trigger.")
 def poll(
     out: str,
     interval: int,

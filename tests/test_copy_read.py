@@ -9,9 +9,11 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
 from publisher.model.rows import PENDING
 from publisher.source.copy_read import BLOCK_BYTES
+from publisher.source.database import libpq_conninfo
 from publisher.source.event_log import (
     open_event_log,
     pending_bounds,
@@ -115,3 +117,9 @@ def test_ranges_without_rows_and_rows_longer_than_a_block(pg_log):
     read = pa.Table.from_batches([b for part in batches for b in part], PENDING.arrow)
     assert read.num_rows == 3
     assert read.sort_by("record_id").column("new_value").to_pylist() == [big, None, "b"]
+
+
+def test_our_own_connections_take_every_libpq_parameter_of_the_url():
+    url = "postgresql+psycopg://u:p@db.example:5433/x?sslmode=verify-full&host=/run/pg"
+    conninfo = libpq_conninfo(sa.create_engine(url))
+    assert conninfo == "host=/run/pg dbname=x user=u password=p port=5433 sslmode=verify-full"

@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 from lxml import etree
 
+from publisher.source.init_db import init_db
 from tests.conftest import SampleDb, free_port, make_sample_db
 from tests.private_servers import start_private_server
 
@@ -192,13 +193,17 @@ def test_dropped_connections_and_an_unwritable_sink_are_retried(server, tmp_path
     poll.wait_for(lambda: set(server.statuses().values()) == {"S"}, "publication after the sink is back")
     assert poll.terminate() == 0
     assert_marked_rows_were_delivered(server, out)
+    if server.dialect.name == "postgresql":  # an event log made without init-db --wake
+        assert "info polling only" in poll.log()
 
 
 def test_logged_rows_wake_the_service_before_its_interval_ends(tmp_path, spark):
-    """PostgreSQL: the event log's trigger notifies, so a service polling every ten minutes
-    still publishes within seconds; also after its listening session is killed."""
+    """PostgreSQL, the event log made with init-db --wake: its trigger notifies, so a service
+    polling every ten minutes still publishes within seconds; also after its listening
+    session is killed."""
     db = make_sample_db("postgresql", tmp_path)
     try:
+        init_db(db.engine, db.dialect, db.schema, "indirect_process", False, "none", wake=True)
         out = tmp_path / "out"
         poll = Poll(db, out, tmp_path / "poll.log", "--interval", "600")
         poll.wait_log("info listening")

@@ -1,6 +1,7 @@
-"""The event log's wake-up notifications on PostgreSQL (sql/postgresql/event_log.sql,
-service/wake_ups.py): one per committed transaction that logged rows, none for one rolled
-back, and the service's listener wakes on them."""
+"""The event log's wake-up trigger on PostgreSQL (sql/postgresql/wake.sql, made by
+``init-db --wake``) and the service's listener (service/wake_ups.py): one notification per
+committed transaction that logged rows, none for one rolled back, and the listener wakes
+on them; no trigger where the database has no notifications."""
 
 from __future__ import annotations
 
@@ -8,22 +9,28 @@ import threading
 
 import psycopg
 import pytest
+import sqlalchemy as sa
 from psycopg import sql
 
+from publisher.errors import ConfigError
 from publisher.service.wake_ups import WakeUps
 from publisher.source.database import libpq_conninfo
+from publisher.source.init_db import init_db
 from tests.conftest import make_sample_db
 
 
 @pytest.fixture
 def pg(tmp_path):
     db = make_sample_db("postgresql", tmp_path)
+    init_db(db.engine, db.dialect, db.schema, "indirect_process", False, "none", wake=True)
     yield db
     db.drop()
 
 
-def channel(db) -> str:
-    return db.dialect.wake_channel(db.schema, "indirect_process")
+def channel(db, schema: str | None = None) -> str | None:
+    with db.engine.connect() as conn:
+        query = sa.text(db.dialect.wake_channel_query)
+        return conn.execute(query, {"schema": schema or db.schema, "table": "indirect_process"}).scalar()
 
 
 def received(listener: psycopg.Connection) -> list[str]:
@@ -56,3 +63,17 @@ def test_the_listener_wakes_the_service(pg):
         wake.clear()
         pg.log(("idu=1", 4, "usr"))
         assert wake.wait(10)
+
+
+def test_no_channel_without_the_trigger_and_no_trigger_without_notifications(pg, tmp_path):
+    assert channel(pg).startswith("xdspub_")
+    assert channel(pg, "no_such_schema") is None
+    plain = make_sample_db("postgresql", tmp_path)
+    try:
+        assert channel(plain) is None  # init-db without --wake
+    finally:
+        plain.drop()
+    lite = make_sample_db("sqlite", tmp_path)
+    with pytest.raises(ConfigError, match="--wake"):
+        init_db(lite.engine, lite.dialect, lite.schema, "indirect_process", False, "none", wake=True)
+    lite.drop()

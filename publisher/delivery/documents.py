@@ -50,6 +50,9 @@ class Folder:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        # The random part of the temporary names: drawn once, and again only when a name
+        # is taken (a temporary name also holds its final name, unique in a cycle).
+        self.token = secrets.token_hex(8)
 
     def __enter__(self) -> Folder:
         return self
@@ -62,11 +65,11 @@ class Folder:
         its temporary name, created by this call and no other (never an existing file or
         link)."""
         while True:
-            name = f".{final_name}.{secrets.token_hex(8)}.tmp"
+            name = f".{final_name}.{self.token}.tmp"
             try:
                 return os.open(name, _CREATE, 0o666, dir_fd=self.fd), name
             except FileExistsError:
-                continue
+                self.token = secrets.token_hex(8)
 
     def write(self, final_name: str, data: bytes) -> str:
         """``data`` in a new temporary file for ``final_name`` (not flushed to disk); its
@@ -76,7 +79,7 @@ class Folder:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-        except OSError:
+        except BaseException:
             self.remove(name)
             raise
         finally:

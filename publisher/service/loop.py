@@ -99,13 +99,22 @@ class PollingService:
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
+            if self.stopping.is_set():  # stop() may have come before wake was cleared
+                break
             self.wake.wait(self.options.interval)
 
     def _wake_ups(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> AbstractContextManager:
-        """Listening for the event log's notifications, where the database sends them."""
-        if not (self.options.wake and dialect.wake_channel):
+        """Listening for the event log's notifications, where it has the wake-up trigger."""
+        if not (self.options.wake and dialect.wake_channel_query):
             return nullcontext()
-        channel = dialect.wake_channel(log_table.table.schema, log_table.table.name)
+        table = log_table.table
+        with engine.connect() as conn:
+            channel = conn.execute(
+                sa.text(dialect.wake_channel_query), {"schema": table.schema, "table": table.name}
+            ).scalar()
+        if channel is None:
+            log(logging.INFO, "polling only", reason="the event log has no wake-up trigger (init-db --wake)")
+            return nullcontext()
         return WakeUps(libpq_conninfo(engine), channel, self.wake, MAX_BACKOFF_SECONDS)
 
     def _connect(self) -> tuple[sa.Engine | None, Dialect | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from publisher.service.logs import log
 
@@ -41,16 +42,18 @@ class WakeUps:
 
         retry = 1.0
         while not self.closing.is_set():
+            opened = time.monotonic()
             try:
                 with psycopg.connect(self.conninfo, autocommit=True) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
                     log(logging.INFO, "listening", channel=self.channel)
-                    retry = 1.0
                     self.wake.set()  # rows logged before LISTEN sent no notification here
                     while not self.closing.is_set():
                         for _ in conn.notifies(timeout=_CHECK_SECONDS):
                             self.wake.set()
-            except psycopg.Error as exc:
+            except Exception as exc:  # whatever ends the session, the thread goes on
+                if time.monotonic() - opened >= self.longest_pause:
+                    retry = 1.0  # the session lasted: this loss is a new one
                 message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 log(logging.WARNING, "not listening", error=message, retry_in=f"{retry:.0f}s")
                 self.closing.wait(retry)

@@ -38,8 +38,15 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
 
 
 def libpq_conninfo(engine: sa.Engine) -> str:
-    """The engine's PostgreSQL URL as libpq takes it, for psycopg connections of our own."""
-    return engine.url.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
+    """The connection string of the engine's PostgreSQL connections, for psycopg connections
+    of our own: every libpq parameter SQLAlchemy passes (the URL's query too: sslmode, a
+    socket folder as host ...), none of the driver's own."""
+    from psycopg import pq
+    from psycopg.conninfo import make_conninfo
+
+    libpq = {option.keyword.decode() for option in pq.Conninfo.get_defaults()}
+    _, kwargs = engine.dialect.create_connect_args(engine.url)
+    return make_conninfo(**{k: v for k, v in kwargs.items() if k in libpq})
 
 
 def shown_url(url: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import sqlite3
 from collections.abc import Callable
@@ -60,9 +59,10 @@ class Dialect:
     # (delivery/status.py), where the rows it locks block nothing the triggers do (no gap
     # locks, no lock on the whole database). None: statuses are written at the end.
     early_statuses: EarlyStatusSql | None = None
-    # The channel on which the event log's trigger announces logged rows (sql/<dialect>/
-    # event_log.sql), from the table's schema and name; None: the service only polls.
-    wake_channel: Callable[[str, str], str] | None = None
+    # SQL giving the channel on which the event log (:schema, None for the session's own,
+    # and :table) announces logged rows, when it has the wake-up trigger of sql/<dialect>/
+    # wake.sql; None: the database has none, and the service only polls.
+    wake_channel_query: str | None = None
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -76,11 +76,6 @@ class Dialect:
             port=url.port or self.default_port or "",
             database=database,
         )
-
-
-def _postgresql_wake_channel(schema: str, table: str) -> str:
-    # Always shorter than PostgreSQL's 63-byte limit on channel names, whatever the names.
-    return "xdspub_" + hashlib.md5(f"{schema}.{table}".encode()).hexdigest()
 
 
 def _substr(column: sa.ColumnElement, n: int) -> sa.ColumnElement:
@@ -155,7 +150,12 @@ POSTGRESQL = Dialect(
         prepare="SET LOCAL idle_in_transaction_session_timeout = 0",
         changed_here="xmin = pg_current_xact_id()::xid",
     ),
-    wake_channel=_postgresql_wake_channel,
+    wake_channel_query=(
+        "SELECT 'xdspub_' || c.oid FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = c.relname || '_wake'"
+        " WHERE c.relname = :table AND n.nspname = coalesce(:schema, current_schema())"
+    ),
 )
 
 MARIADB = Dialect(

@@ -9,6 +9,7 @@ from importlib import resources
 
 import sqlalchemy as sa
 
+from publisher.errors import ConfigError
 from publisher.source.database import run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.triggers import trigger_script
@@ -18,12 +19,21 @@ SAMPLE_TABLES = ("usr", "grp", "usr_phone", "usr_mbr_of")
 
 
 def init_db(
-    engine: sa.Engine, dialect: Dialect, schema: str, log_table: str, sample: bool, flavour: str
+    engine: sa.Engine,
+    dialect: Dialect,
+    schema: str,
+    log_table: str,
+    sample: bool,
+    flavour: str,
+    wake: bool = False,
 ) -> list[str]:
-    """Run the scripts, then (with ``sample``, unless ``flavour`` is none) install the
-    sample's triggers; returns what ran."""
+    """Run the scripts (with ``wake`` the event log's wake-up trigger too), then (with
+    ``sample``, unless ``flavour`` is none) install the sample's triggers; returns what
+    ran."""
+    if wake and dialect.wake_channel_query is None:
+        raise ConfigError(f"--wake: {dialect.name} has no notifications; poll by the interval")
     folder = resources.files("sql") / dialect.sql_dir
-    names = ["event_log"] + (["sample"] if sample else [])
+    names = ["event_log"] + (["wake"] if wake else []) + (["sample"] if sample else [])
     log_name = log_table.rsplit(".", 1)[-1]  # init-db makes the event log in Schema Name
     substitutions = {"{{schema}}": schema, "{{log_table}}": log_name}
     scripts = []

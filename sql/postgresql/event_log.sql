@@ -22,20 +22,3 @@ CREATE INDEX IF NOT EXISTS {{log_table}}_pending
     ON {{schema}}.{{log_table}} (record_id) WHERE status = 'N';
 CREATE INDEX IF NOT EXISTS {{log_table}}_pending_time
     ON {{schema}}.{{log_table}} (event_time, record_id) WHERE status = 'N';
-
--- Wakes a waiting `xdspub poll` as soon as rows are logged (docs/delivery.md, The polling
--- service): one notification a transaction on the channel xdspub_<md5 of
--- "schema.table">, sent when the transaction commits. The transaction-local setting keeps
--- a trigger that logs one row at a time from paying for a notification each time.
-CREATE OR REPLACE FUNCTION {{schema}}.{{log_table}}_wake() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
-BEGIN
-    IF current_setting('xdspub.woken_' || TG_RELID, true) IS DISTINCT FROM 'y' THEN
-        PERFORM set_config('xdspub.woken_' || TG_RELID, 'y', true);
-        PERFORM pg_notify('xdspub_' || md5(TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME), '');
-    END IF;
-    RETURN NULL;
-END
-$fn$;
-CREATE OR REPLACE TRIGGER {{log_table}}_wake AFTER INSERT ON {{schema}}.{{log_table}}
-    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.{{log_table}}_wake();
