@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -108,15 +109,19 @@ class FastPath:
 
     def split(self, batch: pa.RecordBatch) -> tuple[list[pa.RecordBatch], pa.RecordBatch]:
         """(classified common rows, a batch per table; the other rows, unchanged)."""
-        done, rest = [], pa.array([True] * batch.num_rows, pa.bool_())
+        done, rest = [], np.ones(batch.num_rows, bool)
         table_names = batch.column("table_name")
         present = set(pc.unique(table_names).drop_null().to_pylist()) & set(self.tables)
         for name in present:
-            common = self._common(batch, name, self.tables[name])
+            # Each table's checks on its own rows only: a batch of several tables would
+            # otherwise pay every table's regular expressions on every row.
+            where = pc.indices_nonzero(pc.equal(table_names, name)).to_numpy()
+            rows = batch if len(where) == batch.num_rows else batch.take(where)
+            common = self._common(rows, name, self.tables[name])
             if pc.any(common).as_py():
-                done.append(self._classified(batch.filter(common), self.tables[name]))
-                rest = pc.and_(rest, pc.invert(common))
-        return done, batch.filter(rest)
+                done.append(self._classified(rows.filter(common), self.tables[name]))
+                rest[where[common.to_numpy(zero_copy_only=False)]] = False
+        return done, batch.filter(pa.array(rest))
 
     def _value_is_text(
         self, value: pa.Array, needed: pa.Array, column: pa.Array, shape: _TableShape
