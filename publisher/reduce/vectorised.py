@@ -117,7 +117,7 @@ class FastPath:
             # otherwise pay every table's regular expressions on every row.
             where = pc.indices_nonzero(pc.equal(table_names, name)).to_numpy()
             rows = batch if len(where) == batch.num_rows else batch.take(where)
-            common = self._common(rows, name, self.tables[name])
+            common = self._common(rows, self.tables[name])
             if pc.any(common).as_py():
                 done.append(self._classified(rows.filter(common), self.tables[name]))
                 rest[where[common.to_numpy(zero_copy_only=False)]] = False
@@ -139,7 +139,8 @@ class FastPath:
         text = all_of(*masks)
         return pc.fill_null(pc.or_kleene(pc.invert(needed), pc.or_kleene(pc.is_null(value), text)), False)
 
-    def _common(self, batch: pa.RecordBatch, name: str, shape: _TableShape) -> pa.Array:
+    def _common(self, batch: pa.RecordBatch, shape: _TableShape) -> pa.Array:
+        """Where a row of ``shape``'s table is common (batch: that table's rows alone)."""
         col = batch.column
         key = pc.extract_regex(col("table_key"), _ONE_PAIR)
         key_column, key_value = pc.struct_field(key, "column"), pc.struct_field(key, "value")
@@ -151,7 +152,6 @@ class FastPath:
         old_needed = pc.is_in(event_type, value_set=_OLD_RENDERED)
         new_needed = pc.is_in(event_type, value_set=_NEW_RENDERED)
         masks = [
-            pc.equal(col("table_name"), name),
             pc.is_valid(event_type),
             pc.is_valid(key),
             pc.equal(key_column, shape.key),

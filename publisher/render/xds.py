@@ -91,7 +91,7 @@ def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str]]:
     return tuple(shape), texts
 
 
-@lru_cache(maxsize=2048)  # a few shapes are most commands, then a long tail; one costs ~12 KB
+@lru_cache(maxsize=2048)  # a few shapes are most commands, then a long tail; one costs about 12 KB
 def _template(kind: CommandKind, class_name: str, shape: Shape) -> etree._Element:
     """The command with every element in place and indented, its values still empty:
     copying it costs one call into lxml, building it one call per element."""
