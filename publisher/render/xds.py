@@ -34,16 +34,17 @@ def _values(parent: etree._Element, xds_type: str, count: int) -> None:
         etree.SubElement(parent, "value", type=xds_type)
 
 
-def _add_attr(command: etree._Element, name: str, xds_type: str, count: int) -> None:
-    _values(etree.SubElement(command, "add-attr", {"attr-name": name}), xds_type, count)
+def _add_attr(name: str, xds_type: str, count: int) -> etree._Element:
+    element = etree.Element("add-attr", {"attr-name": name})
+    _values(element, xds_type, count)
+    return element
 
 
-def _modify_attr(
-    command: etree._Element, name: str, xds_type: str, pieces: tuple[tuple[str, int], ...]
-) -> None:
-    element = etree.SubElement(command, "modify-attr", {"attr-name": name})
+def _modify_attr(name: str, xds_type: str, pieces: tuple[tuple[str, int], ...]) -> etree._Element:
+    element = etree.Element("modify-attr", {"attr-name": name})
     for tag, count in pieces:
         _values(etree.SubElement(element, tag), xds_type, count)
+    return element
 
 
 def _pieces(attr: Attr) -> tuple[list[tuple[str, int]], list[str]]:
@@ -91,15 +92,40 @@ def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str]]:
     return tuple(shape), texts
 
 
-@lru_cache(maxsize=2048)  # a few shapes are most commands, then a long tail; one costs about 12 KB
-def _template(kind: CommandKind, class_name: str, shape: Shape) -> etree._Element:
-    """The command with every element in place and indented, its values still empty:
-    copying it costs one call into lxml, building it one call per element."""
+@lru_cache(maxsize=None)  # one per command kind and class
+def _command_base(kind: CommandKind, class_name: str) -> etree._Element:
+    """The command's skeleton for its class, indented, without attributes."""
     command = _skeleton(kind).__copy__()  # whole, as lxml copies; copy.deepcopy only adds cost
     command.set("class-name", class_name)
-    for attr in shape:
-        (_add_attr if kind == CommandKind.ADD else _modify_attr)(command, *attr)
     etree.indent(command, space=_INDENT, level=_LEVEL)
+    return command
+
+
+@lru_cache(maxsize=1024)  # a schema's attributes take few forms (a hundred or so)
+def _attr_element(kind: CommandKind, attr: tuple) -> etree._Element:
+    """One attribute's element (an entry of a Shape), indented for its place in a command."""
+    element = (_add_attr if kind == CommandKind.ADD else _modify_attr)(*attr)
+    etree.indent(element, space=_INDENT, level=_LEVEL + 1)
+    return element
+
+
+@lru_cache(maxsize=2048)  # a few shapes are most commands, then a long tail; one costs about 12 KB
+def _template(kind: CommandKind, class_name: str, shape: Shape) -> etree._Element:
+    """The command with every element in place and indented as etree.indent lays it out,
+    its values still empty: copying it costs one call into lxml. A new shape is put
+    together from copies of cached parts, one call per attribute, not one per element."""
+    command = _command_base(kind, class_name).__copy__()
+    if shape:
+        inner, closing = "\n" + _INDENT * (_LEVEL + 1), "\n" + _INDENT * _LEVEL
+        if len(command):
+            command[-1].tail = inner
+        else:
+            command.text = inner
+        for attr in shape:
+            element = _attr_element(kind, attr).__copy__()
+            element.tail = inner
+            command.append(element)
+        command[-1].tail = closing
     return command
 
 
