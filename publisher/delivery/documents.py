@@ -48,7 +48,6 @@ class Folder:
     bound by these calls)."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         # The random part of the temporary names: drawn once, and again only when a name
         # is taken (a temporary name also holds its final name, unique in a cycle).

@@ -115,13 +115,13 @@ class DirectorySink:
                 try:
                     for name, xml in self._documents(commands):
                         written.append((folder.write(name, document_bytes(xml)), name))
-                    if written:
-                        os.sync()  # one flush of every file written, before any is renamed
+                    if not written:
+                        return 0
+                    os.sync()  # one flush of every file written, before any is renamed
                     for temporary, name in written:
                         folder.replace(temporary, name)
                         renamed += 1
-                    if written:
-                        folder.sync()
+                    folder.sync()
                 finally:
                     for temporary, _ in written[renamed:]:
                         folder.remove(temporary)

@@ -117,10 +117,7 @@ def _template(kind: CommandKind, class_name: str, shape: Shape) -> etree._Elemen
     command = _command_base(kind, class_name).__copy__()
     if shape:
         inner, closing = "\n" + _INDENT * (_LEVEL + 1), "\n" + _INDENT * _LEVEL
-        if len(command):
-            command[-1].tail = inner
-        else:
-            command.text = inner
+        command[-1].tail = inner  # the skeleton's last element: <association> at least
         for attr in shape:
             element = _attr_element(kind, attr).__copy__()
             element.tail = inner

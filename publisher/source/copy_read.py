@@ -99,28 +99,21 @@ def even_ranges(low: int, high: int, parts: int) -> list[tuple[int, int]]:
     return [(start, min(start + size - 1, high)) for start in range(low, high + 1, size)]
 
 
-def ranges_through(
-    ranges: CopyRanges, body: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body over range numbers (spark.range): each range's rows read here and
-    put through ``body`` as they come, one pass from the database to ``body``'s rows."""
+def ranged_frame(
+    spark: SparkSession,
+    ranges: CopyRanges,
+    body: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+) -> tuple[DataFrame, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]:
+    """One task a range: the range numbers (spark.range), and the mapInArrow body over them
+    that reads each range here and puts its rows through ``body`` as they come, one pass
+    from the database to ``body``'s rows."""
 
     def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in numbers:
             for index in batch.column(0).to_pylist():
                 yield from body(ranges.read(index))
 
-    return read
-
-
-def ranged_frame(
-    spark: SparkSession,
-    ranges: CopyRanges,
-    body: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-) -> tuple[DataFrame, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]:
-    """One task a range: the range numbers, and the mapInArrow body that reads each range
-    and puts its rows through ``body`` (ranges_through)."""
-    return spark.range(len(ranges), numPartitions=len(ranges)), ranges_through(ranges, body)
+    return spark.range(len(ranges), numPartitions=len(ranges)), read
 
 
 def copy_ranges(
