@@ -19,6 +19,10 @@ EVENT_LOG_COLUMNS = (
     "new_value",
 )
 
+# The longest table_key taken (docs/event-log.md): longer is E, checked before the grammar
+# parses it, and no more than one character past it is read.
+TABLE_KEY_LIMIT = 4096
+
 
 class EventType(IntEnum):
     INSERT_FIELD = 1

@@ -14,6 +14,8 @@ import datetime as dt
 import re
 from enum import IntEnum
 
+from publisher.model.statuses import shown_value
+
 STRING, OCTET, INT, STATE, TIME = "string", "octet", "int", "state", "time"
 TYPES = (STRING, OCTET, INT, STATE, TIME)
 DN = "dn"  # a reference: its text is the referenced object's association, not a value's
@@ -54,7 +56,8 @@ XML_FORBIDDEN_RE2 = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x{FFFE}\x{FFFF}]"
 # \Z, not $: a trailing newline is not part of a number.
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 _TIME_OF_DAY = re.compile(r"(-?)([0-9]+):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?\Z")
-_BIGINT = range(-(2**63), 2**63)  # an integer key's values: query-back matches them as such
+_BIGINT = range(-(2**63), 2**63)
+_HOUR_DIGITS = 15  # a time of day's hours, at most: more is no time (and int() refuses 4,300)  # an integer key's values: query-back matches them as such
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # A time column's values under Time Syntax 2 and 3, by kind: ISO dates, times of day and
 # date-times as the databases write them, a fraction of up to nine digits kept, an offset
@@ -105,7 +108,7 @@ class InvalidValue(ValueError):
     """A value that is not valid for its column's type: ``str()`` is the value, then why."""
 
     def __init__(self, value: object, reason: str) -> None:
-        super().__init__(f"{value} {reason}")
+        super().__init__(f"{shown_value(value)} {reason}")
         self.value, self.reason = value, reason
 
 
@@ -138,45 +141,51 @@ def xds_text(
             return "false"
         raise InvalidValue(value, "is not a valid state value")
     if xds_type == TIME:
-        return str(_epoch_seconds(value))
+        return _epoch_seconds(value)
     return value.rstrip(" ") if is_char else value
 
 
 def _integer(text: str, reason: str) -> str:
-    """The canonical text of an integer (spaces around it dropped); InvalidValue(reason)."""
+    """The canonical text of an integer (spaces around it dropped); InvalidValue(reason).
+    Canonical by its digits, not through int(): Python refuses to convert an integer of
+    more than 4,300 digits, and a row must not stop the cycle (docs/statuses.md)."""
     trimmed = text.strip(" ")
     if not _INTEGER.match(trimmed):
         raise InvalidValue(text, reason)
-    return str(int(trimmed))
+    digits = trimmed.lstrip("-").lstrip("0") or "0"
+    return "-" + digits if trimmed.startswith("-") and digits != "0" else digits
 
 
-def _epoch_seconds(text: str) -> int:
+def _epoch_seconds(text: str) -> str:
     """Seconds since 1970-01-01 UTC of an integer, a time of day (seconds of the day), or an
-    ISO date or date-time (naive ones are UTC); InvalidValue otherwise."""
+    ISO date or date-time (naive ones are UTC), as canonical integer text; InvalidValue
+    otherwise."""
     trimmed = text.strip(" ")
     if _INTEGER.match(trimmed):
-        return int(trimmed)
+        return _integer(trimmed, "")
     if clock := _TIME_OF_DAY.match(trimmed):
         sign, hours, minutes, seconds = clock.groups()
+        if len(hours) > _HOUR_DIGITS:
+            raise InvalidValue(text, "is not a valid time value")
         total = int(hours) * 3600 + int(minutes) * 60 + int(seconds or 0)
-        return -total if sign else total
+        return str(-total if sign else total)
     if _TIME_SHAPES[TIME_KIND].match(trimmed):  # with an offset: its time of day in UTC
         moment, _nanos = _moment(text, TIME_KIND)
-        return moment.hour * 3600 + moment.minute * 60 + moment.second
+        return str(moment.hour * 3600 + moment.minute * 60 + moment.second)
     try:
         moment = dt.datetime.fromisoformat(trimmed)
     except ValueError:
         raise InvalidValue(text, "is not a valid time value") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.timezone.utc)
-    return int((moment - _EPOCH).total_seconds())
+    return str(int((moment - _EPOCH).total_seconds()))
 
 
 def _time_text(text: str, form: str) -> str:
     """A time column's value under its Time Syntax (docs/rendering.md, Value text)."""
     kind, syntax = _TIME_FORMS[form]
     if syntax == TimeSyntax.INTEGER:
-        return str(_epoch_seconds(text))
+        return _epoch_seconds(text)
     moment, nanos = _moment(text, kind)
     separator, middle = ("", "") if syntax == TimeSyntax.CANONICAL else ("-", " ")
     day = f"{moment.year:04d}{separator}{moment.month:02d}{separator}{moment.day:02d}"
@@ -236,7 +245,7 @@ def key_text(value: str | bytes, xds_type: str, is_char: bool = False) -> str:
         return xds_text(value, xds_type)  # Base64, or InvalidValue for a non-binary column
     if xds_type == INT:
         text = _integer(value, "is not an integer")
-        if int(text) not in _BIGINT:
+        if len(text) > 20 or int(text) not in _BIGINT:
             raise InvalidValue(value, "is not a 64-bit integer")
         return text
     return value.rstrip(" ") if is_char else value

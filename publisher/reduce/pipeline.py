@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import CLASSIFIED, EVENT, OBJECT_ROWS
-from publisher.model.statuses import Status
+from publisher.model.statuses import Status, failure_reason
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.vectorised import FastPath
@@ -61,6 +61,8 @@ def classify_rows(
             event, pairs = classify(row)
         except Rejected as exc:
             return CLASSIFIED.row(**not_live, status=Status.ERROR, reason=str(exc))
+        except Exception as exc:  # whatever fails for one row fails that row alone
+            return CLASSIFIED.row(**not_live, status=Status.ERROR, reason=failure_reason(exc))
         key_pairs = None
         if event.event_type in ev.QUERY_BACK:
             key_pairs = [{"column": c, "value": v} for c, v in pairs]
@@ -71,8 +73,12 @@ def classify_rows(
     def classify_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             if fast is not None:
-                done, batch = fast.split(batch)
+                try:
+                    done, rest = fast.split(batch)
+                except Exception:  # the rules take every row then, and say why of each
+                    done, rest = [], batch
                 yield from done
+                batch = rest
             yield CLASSIFIED.batch([classified(row) for row in batch.to_pylist()])
 
     return classify_batches

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from grammar import format_table_key
 from publisher.model.catalogue import Catalogue, Column, NotAClass, Table
 from publisher.model.commands import reference_text
+from publisher.model.statuses import failure_reason, reason_text, shown_value
 from publisher.model.value_text import (
     InvalidValue,
     forbidden_position,
@@ -72,15 +73,30 @@ def current_key(
     return None if texts is None else format_table_key(list(zip(names, texts)))
 
 
+def name_error(label: str) -> str | None:
+    """Why no value of the attribute ``label`` can be published: XML cannot carry its name
+    (docs/rendering.md, Query-back); None when it can."""
+    position = forbidden_position(label)
+    if position is None:
+        return None
+    return reason_text(f"column name {label} has a character XML 1.0 cannot carry at position {position}")
+
+
 def current_cells(
-    catalogue: Catalogue, table: Table, key_names: Sequence[str], row: Mapping[str, Value]
+    catalogue: Catalogue, table: Table, key_names: Sequence[str], row: Mapping[str, Value],
+    prefix: str = "",
 ) -> list[CurrentCell]:
-    """The row's non-key cells in table order, each with its XDS text or its error."""
-    return [
-        current_cell(catalogue, column, row[column.name])
-        for column in table.columns
-        if column.name not in key_names
-    ]
+    """The row's non-key cells in table order, each with its XDS text or its error; each
+    cell's name is ``prefix`` and its column's."""
+    cells = []
+    for column in table.columns:
+        if column.name in key_names:
+            continue
+        label = prefix + column.name
+        cell = current_cell(catalogue, column, row[column.name])._replace(column_name=label)
+        error = name_error(label)
+        cells.append(cell._replace(value=None, value_error=error) if error else cell)
+    return cells
 
 
 def current_cell(catalogue: Catalogue, column: Column, value: Value) -> CurrentCell:
@@ -89,15 +105,17 @@ def current_cell(catalogue: Catalogue, column: Column, value: Value) -> CurrentC
     try:
         text = _current_text(catalogue, column, value)
     except InvalidValue as exc:
-        error = f"current value '{exc.value}' of {column.name} {exc.reason}"
+        error = f"current value '{shown_value(exc.value)}' of {column.name} {exc.reason}"
     except NotAClass as exc:
         error = str(exc)
+    except Exception as exc:  # whatever fails for one value fails the events reading it
+        error = f"current value of {column.name}: {failure_reason(exc)}"
     if text is not None and (position := forbidden_position(text)):
         text, error = None, (
             f"current value of {column.name} has a character XML 1.0 cannot carry "
             f"at position {position}"
         )
-    return CurrentCell(column.name, column.xds_type, text, error)
+    return CurrentCell(column.name, column.xds_type, text, error and reason_text(error))
 
 
 def _current_text(catalogue: Catalogue, column: Column, value: Value) -> str | None:
@@ -111,10 +129,7 @@ def child_cells(
 ) -> list[CurrentCell]:
     """A child table's row (``child`` as Table.children gives it) as the cells of its
     class's multi-valued attributes, one per value column, named child_table.column."""
-    return [
-        cell._replace(column_name=f"{child.name}.{cell.column_name}")
-        for cell in current_cells(catalogue, child, child.key_columns, row)
-    ]
+    return current_cells(catalogue, child, child.key_columns, row, f"{child.name}.")
 
 
 def read_back(cells: Sequence[Sequence] | None) -> tuple[list[Cell] | None, dict[str, str]]:

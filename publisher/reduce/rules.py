@@ -24,7 +24,7 @@ from publisher.model.commands import (
     association,
     reference_text,
 )
-from publisher.model.statuses import Status
+from publisher.model.statuses import Status, reason_text, shown_value
 from publisher.model.value_text import (
     InvalidValue,
     forbidden_position,
@@ -62,7 +62,10 @@ class Event:
 
 
 class Rejected(Exception):
-    """A row that cannot become XDS: status E, with this reason."""
+    """A row that cannot become XDS: status E, with this reason (as reason_text gives it)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason_text(reason))
 
 
 def _forbidden(name: str, text: str | None) -> None:
@@ -97,6 +100,8 @@ class Classifier:
             "old_value": t in ev.OLD_VALUE_RENDERED,
             "new_value": t in ev.NEW_VALUE_RENDERED,
         }
+        if len(text["table_key"]) > ev.TABLE_KEY_LIMIT:  # before the grammar spends time on it
+            raise Rejected(f"table_key is longer than {ev.TABLE_KEY_LIMIT} characters")
         for name in ("table_key", *(n for n, shown in rendered.items() if shown)):
             self._check_length(name, text[name])
         for name in ("table_key", "table_name", "column_name"):
@@ -195,7 +200,7 @@ def _key_value(column: Column, value: str) -> str:
     try:
         return key_text(value, column.xds_type, column.is_char)
     except InvalidValue as exc:
-        raise Rejected(f"table_key value {exc.value} of {column.name} {exc.reason}") from None
+        raise Rejected(f"table_key value {shown_value(exc.value)} of {column.name} {exc.reason}") from None
 
 
 def object_commands(

@@ -162,8 +162,8 @@ class FastPath:
         ]
         if shape.key_pattern is not None:
             masks.append(pc.match_substring_regex(key_value, shape.key_pattern))
-        if self.max_value_length is not None:
-            masks.append(pc.less_equal(pc.utf8_length(col("table_key")), self.max_value_length))
+        longest = min(ev.TABLE_KEY_LIMIT, self.max_value_length or ev.TABLE_KEY_LIMIT)
+        masks.append(pc.less_equal(pc.utf8_length(col("table_key")), longest))
         return all_of(*masks)
 
     def _classified(self, rows: pa.RecordBatch, shape: _TableShape) -> pa.RecordBatch:

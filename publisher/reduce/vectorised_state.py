@@ -16,7 +16,7 @@ from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, NotAClass, Table
 from publisher.model.commands import association
 from publisher.model.rows import STATE
-from publisher.reduce.query_back_state import current_cell, current_key
+from publisher.reduce.query_back_state import current_cell, current_key, name_error
 from publisher.reduce.vectorised import PLAIN, all_of, as_is_pattern
 
 _CELL = STATE.arrow.field("cells").type.value_type  # struct of the four cell fields
@@ -41,6 +41,7 @@ class _CellColumn:
 
     def __init__(self, catalogue: Catalogue, column: Column, label: str) -> None:
         self.column, self.label = column, label
+        self.name_error = name_error(label)  # every value's error, whatever it is
         # Binary values and references are never their own text; other values are when
         # they match as_is (None: any) and hold no forbidden character.
         self.own_text = column.xds_type != value_text.OCTET and column.reference is None
@@ -132,6 +133,8 @@ class StateColumns:
         value = batch.column(cell.column.name)
         n = batch.num_rows
         text = pa.nulls(n, pa.string())
+        if cell.name_error is not None:
+            return text, pa.array([cell.name_error] * n, pa.string())
         fast = pc.is_null(value)
         if cell.own_text and pa.types.is_string(value.type):
             own = [pc.invert(_matches(value, value_text.XML_FORBIDDEN_RE2))]

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import EVENT, REDUCED
-from publisher.model.statuses import Status
+from publisher.model.statuses import Status, failure_reason, reason_text
 from publisher.reduce.query_back_state import read_back
 from publisher.reduce.rules import Event, Statuses, object_commands
 from publisher.render.xds import command_xml
@@ -71,14 +71,21 @@ def object_pass(
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
             statuses: Statuses = {}
-            state = read_back(cells)
-            table = catalogue.tables[obj[0]]
-            for command in object_commands(table, catalogue.schema, events, lambda: state, statuses):
-                xml = command_xml(command)
-                out.append(REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml))
+            try:
+                state = read_back(cells)
+                table = catalogue.tables[obj[0]]
+                rendered = [
+                    REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=command_xml(command))
+                    for command in object_commands(table, catalogue.schema, events, lambda: state, statuses)
+                ]
+            except Exception as exc:  # whatever fails for one object fails its rows alone
+                reason = failure_reason(exc)
+                statuses = {e.record_id: (Status.ERROR, reason) for e in events}
+                rendered = []
+            out.extend(rendered)
             for record_id, (letter, reason) in statuses.items():
                 if letter != Status.DONE:
-                    out.append(REDUCED.row(record_id=record_id, status=letter, reason=reason))
+                    out.append(REDUCED.row(record_id=record_id, status=letter, reason=reason_text(reason)))
 
         current: tuple[str, str] | None = None
         found: list | None = None  # the object's current row's cells (None: none read)

@@ -67,12 +67,3 @@ def run_scripts(engine: sa.Engine, dialect: Dialect, scripts: list[str]) -> None
             dialect.run_script(raw, script)
         raw.commit()
 
-
-def database_text(value: object) -> str | None:
-    """A value as text, as Spark's JDBC source reads a column as a string: bytes decoded
-    (invalid UTF-8 replaced), numbers written out."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "replace")
-    return str(value)

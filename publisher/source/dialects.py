@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
 from publisher.errors import ConfigError
+from publisher.source.text import decoded_text
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Dialect:
     # The Python workers read big queries themselves with COPY (source/copy_read.py),
     # instead of Spark's JDBC source.
     copy_reads: bool = False
+    # Text may be stored that is not UTF-8 (SQLite): Spark's JDBC source reads text columns
+    # as bytes, decoded by our rule (source/text.py), never replaced by its own.
+    text_as_bytes: bool = False
     # A Spark cycle's status UPDATE may run, uncommitted, while it reduces and renders
     # (delivery/status.py), where the rows it locks block nothing the triggers do (no gap
     # locks, no lock on the whole database). None: statuses are written at the end.
@@ -99,6 +103,7 @@ def _sqlite_prepare(connection: sqlite3.Connection) -> None:
     # SQLite enforces foreign keys per connection, and only when asked: ON DELETE CASCADE
     # of the sample's child tables (docs/triggers.md) needs it.
     connection.execute("PRAGMA foreign_keys = ON")
+    connection.text_factory = decoded_text  # text that is not UTF-8 (source/text.py)
 
 
 SQLITE = Dialect(
@@ -117,6 +122,7 @@ SQLITE = Dialect(
     first_characters=_sqlite_first_characters,
     run_script=lambda connection, script: connection.executescript(script),
     on_connect=_sqlite_prepare,
+    text_as_bytes=True,
 )
 
 def _run_each_result(connection: Any, script: str) -> None:

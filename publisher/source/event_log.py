@@ -10,12 +10,12 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
-from publisher.model.events import EVENT_LOG_COLUMNS
+from publisher.model.events import EVENT_LOG_COLUMNS, TABLE_KEY_LIMIT
 from publisher.model.rows import PENDING
 from publisher.model.statuses import Status
 from publisher.settings import Settings
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
-from publisher.source.database import database_text
+from publisher.source.text import database_text
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
 
@@ -81,7 +81,9 @@ def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Se
             return event_order.label(name)
         role = _ROLES.get(name, name)
         value = c(role)
-        if role in _BOUNDED:
+        if role == "table_key":
+            value = dialect.first_characters(value, min(longest, TABLE_KEY_LIMIT + 1))
+        elif role in _BOUNDED:
             value = dialect.first_characters(value, longest)
         return value.label(name)
 

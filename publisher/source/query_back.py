@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
-from publisher.source.database import database_text
+from publisher.source.text import database_text
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import read_query
 
