@@ -17,24 +17,26 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from publisher.delivery.ordered import spill_writer, spilled_commands
-from publisher.model.rows import SPILLED
+from publisher.delivery.ordered import spilled_commands
+from publisher.model.rows import PENDING, SPILLED
 from publisher.plans.exchange import Exchange
+from publisher.plans.reads import frame, state_frames
 from publisher.plans.spark_plan import ROWS_PER_RANGE
+from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
-from publisher.reduce.census import census_parts, counted, whole
-from publisher.reduce.current import state_frames
+from publisher.reduce.census import whole
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
-from publisher.source.copy_read import ranged_frame
+from publisher.source.copy_read import CopyRanges
 from publisher.source.database import connect
 from publisher.source.event_log import (
     open_event_log,
     pending_bounds,
-    pending_ranges,
-    read_pending,
+    pending_read,
+    pending_select,
 )
-from publisher.source.query_back import current_ranges, read_current
+from publisher.source.jdbc import jdbc_query
+from publisher.source.query_back import current_read
 from publisher.source.schema import reflect_catalogue
 from publisher.spark import spark_session
 
@@ -67,31 +69,28 @@ def main() -> None:
     classify = p.classify_rows(catalogue, engine.url.username, False, settings.max_value_length)
     bounds = pending_bounds(engine, log, dialect, settings)
     cores = spark.sparkContext.defaultParallelism
-    ranges = pending_ranges(
-        engine, log, dialect, settings, bounds, max(cores, min(bounds.rows // ROWS_PER_RANGE, 4 * cores))
-    )
-    pending = read_pending(spark, engine, log, dialect, settings, bounds)
+    read_parts = max(cores, min(bounds.rows // ROWS_PER_RANGE, 4 * cores))
+    split = ("record_id", bounds.low, bounds.high, bounds.rows) if bounds.rows else None
+    jdbc = jdbc_query(engine, dialect, pending_select(log, dialect, settings), PENDING.arrow, split)
+    pending, jdbc_classify = frame(spark, jdbc, classify)
     print(f"JDBC read of the pending rows: {_seconds(lambda: pending.write.format('noop').mode('overwrite').save()):.2f} s")
     parts = census_parts(spark.sparkContext)
     with tempfile.TemporaryDirectory() as work:
         exchange = Exchange(spark, Path(work), bounds.rows)
-        if ranges is None:
-            frame = (pending, counted(classify, parts))
-        else:
-            numbers, read_classify = ranged_frame(spark, ranges, classify)
-            frame = (numbers, counted(read_classify, parts))
-        how = "JDBC" if ranges is None else f"COPY in {len(ranges)} ranges"
-        seconds = _seconds(lambda: exchange.write([frame]))
+        read = pending_read(engine, log, dialect, settings, bounds, read_parts)
+        classifying = frame(spark, read, counted(classify, parts))
+        how = f"COPY in {len(read)} ranges" if isinstance(read, CopyRanges) else "JDBC"
+        seconds = _seconds(lambda: exchange.write([classifying]))
         print(f"read ({how}), classify and census, rows to {exchange.buckets} buckets: {seconds:.2f} s")
         census = whole(parts.value)
 
-        def read(table, key_names, wanted):
-            return read_current(spark, engine, dialect, catalogue, table, key_names, wanted)
+        def current(table, key_names, wanted):
+            return current_read(
+                engine, dialect, catalogue, table, key_names, wanted,
+                lambda rows: max(cores, -(-rows // ROWS_PER_RANGE)),
+            )
 
-        def ranged(table, key_names):
-            return current_ranges(engine, dialect, catalogue, table, key_names, lambda rows: max(cores, -(-rows // ROWS_PER_RANGE)))
-
-        frames = state_frames(spark, census.wanted, catalogue, read, ranged)
+        frames = state_frames(spark, census.wanted, catalogue, current)
         print(f"query-back state to the buckets: {_seconds(lambda: exchange.write(frames)):.2f} s")
         numbers, objects = exchange.objects()
         passes = object_pass(catalogue)
@@ -109,7 +108,7 @@ def main() -> None:
     # One core, no Spark: the two passes on the first SLICE rows of their own inputs.
     raw = pa.Table.from_batches(pending.limit(SLICE).toArrow().to_batches())
     began = time.perf_counter()
-    list(classify(iter(raw.to_batches(10_000))))
+    list(jdbc_classify(iter(raw.to_batches(10_000))))
     per_row = (time.perf_counter() - began) / raw.num_rows * 1e6
     print(f"classify pass alone: {per_row:.1f} us a row on one core")
     grouped = grouped.slice(0, SLICE)

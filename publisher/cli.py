@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from publisher.errors import XdspubError
+from publisher.errors import EXIT_INTERNAL, XdspubError
+from publisher.model.statuses import reason_text
 from publisher.source.cdc.formats import FORMATS
 
 EXIT_ROW_ERRORS = 1
@@ -111,19 +112,29 @@ def publishing_options(command: Callable) -> Callable:
 
 
 class _Group(click.Group):
-    """Turns the publisher's own errors into their message and exit code."""
+    """Turns the publisher's own errors into their message and exit code, and any other
+    error into one line and exit 5 (its traceback with --debug)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except XdspubError as exc:
-            click.echo(f"xdspub: error: {exc}", err=True)
+            click.echo(f"xdspub: error: {reason_text(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            text = reason_text(f"{type(exc).__name__}: {exc}")
+            click.echo(f"xdspub: internal error: {text} (--debug shows where; please report it)", err=True)
+            ctx.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=_Group)
 @click.version_option(package_name="xdspub")
-def cli() -> None:
+@click.option("--debug", is_flag=True, envvar="XDSPUB_DEBUG", help="Show the traceback of an internal error.")
+def cli(debug: bool) -> None:
     """xdspub: publish event-log changes as XDS documents."""
 
 
@@ -318,9 +329,11 @@ def validate(paths: tuple[str, ...]) -> None:
 
 def _report(report: Any, quiet: bool) -> None:
     for record_id, letter, why in report.notes:
-        click.echo(f"xdspub: record_id {record_id}: {letter}: {why}", err=True)
+        click.echo(f"xdspub: record_id {record_id}: {letter}: {reason_text(why)}", err=True)
     if not quiet:
         click.echo(f"xdspub: {report.summary()}", err=True)
         click.echo(f"xdspub: {report.timing()}", err=True)
+    if hint := report.loopback_hint():
+        click.echo(f"xdspub: hint: {hint}", err=True)
     if report.errors:
         click.get_current_context().exit(EXIT_ROW_ERRORS)

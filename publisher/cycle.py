@@ -5,12 +5,9 @@ documents durable, then write the statuses."""
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
@@ -37,16 +34,12 @@ from publisher.source.event_log import (
     EventLog,
     open_event_log,
     pending_bounds,
-    pending_ranges,
+    pending_read,
     pending_rows,
-    read_pending,
 )
-from publisher.source.query_back import current_ranges, current_table, read_current
+from publisher.source.jdbc import JdbcQuery
+from publisher.source.query_back import current_read, current_table
 from publisher.source.schema import reflect_catalogue
-from publisher.spark import spark_session
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
 
 def export(settings: Settings, out: str, progress: CycleProgress | None = None) -> CycleReport:
@@ -113,24 +106,16 @@ class _EventLogSource:
     def count(self) -> int:
         return self.bounds.rows
 
-    def pending(self, spark: SparkSession) -> DataFrame:
-        return read_pending(spark, self.engine, self.log, self.dialect, self.settings, self.bounds)
+    def pending_read(self, parts: int) -> CopyRanges | JdbcQuery:
+        return pending_read(self.engine, self.log, self.dialect, self.settings, self.bounds, parts)
 
     def pending_rows(self) -> pa.Table:
         return pending_rows(self.engine, self.log, self.dialect, self.settings, self.bounds)
 
-    def pending_ranges(self, parts: int) -> CopyRanges | None:
-        return pending_ranges(self.engine, self.log, self.dialect, self.settings, self.bounds, parts)
-
-    def read_current(
-        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
-    ) -> DataFrame:
-        return read_current(spark, self.engine, self.dialect, self.catalogue, table, key_names, wanted)
-
-    def current_ranges(
-        self, table: Table, key_names: Sequence[str], parts: Callable[[int], int]
-    ) -> CopyRanges | None:
-        return current_ranges(self.engine, self.dialect, self.catalogue, table, key_names, parts)
+    def current_read(
+        self, table: Table, key_names: Sequence[str], wanted: list | None, parts: Callable[[int], int]
+    ) -> CopyRanges | JdbcQuery:
+        return current_read(self.engine, self.dialect, self.catalogue, table, key_names, wanted, parts)
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
@@ -167,22 +152,14 @@ class _StagedSource:
     def count(self) -> int:
         return self.staged.rows
 
-    def pending(self, spark: SparkSession) -> DataFrame:
-        return spark.read.schema(PENDING.ddl).parquet(str(self.staged.directory))
+    def pending_read(self, parts: int) -> StagedChanges:
+        return self.staged
 
     def pending_rows(self) -> pa.Table:
         return pq.read_table(self.staged.directory, schema=PENDING.arrow)
 
-    def pending_ranges(self, parts: int) -> None:
-        return None  # Spark reads the staged files
-
-    def read_current(
-        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
-    ) -> DataFrame:
-        raise AssertionError("change formats have no query-back events")
-
-    def current_ranges(
-        self, table: Table, key_names: Sequence[str], parts: Callable[[int], int]
+    def current_read(
+        self, table: Table, key_names: Sequence[str], wanted: list | None, parts: Callable[[int], int]
     ) -> None:
         raise AssertionError("change formats have no query-back events")
 
@@ -232,16 +209,11 @@ def _cycle(
 
             reduced = reduce_in_driver(settings, source, phases)
         else:
-            # Spark is imported here, not at module level, so the CLI's --help stays light.
+            # Spark loads only here, so the CLI's --help and driver cycles stay light.
             from publisher.plans.spark_plan import reduce_on_spark
 
             work = scratch.enter_context(_work_folder(sink))
-            started = time.monotonic()
-            spark = spark_session(settings.spark_master)
-            report.spark_start_seconds = time.monotonic() - started
-            report.on_spark = True
-            progress.attach(spark)
-            reduced = reduce_on_spark(spark, settings, source, work, phases)
+            reduced = reduce_on_spark(settings, source, work, phases)
         phases.begin("writing documents", commands=reduced.commands.total)
         report.commands = reduced.commands.total
         report.documents = sink.publish(reduced.commands)
@@ -250,6 +222,7 @@ def _cycle(
         report.by_status[letter] += high - low + 1
     report.rows = sum(report.by_status.values())
     report.notes = [(r.record_id, r.status, r.reason) for r in reduced.exceptions]
+    report.loopback, report.loopback_user = reduced.loopback, source.loopback_user
     if not settings.dry_run:
         phases.begin("writing statuses")
         source.acknowledge(ranges)

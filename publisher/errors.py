@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+EXIT_INTERNAL = 5  # an error no rule foresaw: one line, the traceback only with --debug
+
 
 class XdspubError(Exception):
     exit_code = 2

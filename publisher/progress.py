@@ -9,17 +9,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from collections.abc import Callable
+from typing import Protocol
 
 POLL_SECONDS = 0.25
+# How many of the running tasks are done, of how many; None when none runs.
+RunningTasks = Callable[[], "tuple[int, int] | None"]
 
 
 class CycleProgress(Protocol):
-    def attach(self, spark: SparkSession) -> None:
-        """Follow the tasks of this session's jobs."""
+    def attach(self, tasks: RunningTasks) -> None:
+        """Follow the running tasks (plans/spark_plan.py)."""
 
     def phase(self, name: str, **counts: int) -> None:
         """A new phase begins; ``counts`` (rows, commands, documents) are known so far."""
@@ -29,7 +29,7 @@ class CycleProgress(Protocol):
 
 
 class Silent:
-    def attach(self, spark: SparkSession) -> None:
+    def attach(self, tasks: RunningTasks) -> None:
         pass
 
     def phase(self, name: str, **counts: int) -> None:
@@ -40,8 +40,7 @@ class Silent:
 
 
 class TerminalProgress:
-    """A rich progress bar over the tasks of the running Spark stages, polled from Spark's
-    status tracker by a background thread."""
+    """A rich progress bar over the running tasks, polled by a background thread."""
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -70,18 +69,15 @@ class TerminalProgress:
         self._poller: threading.Thread | None = None
         self._display.start()
 
-    def attach(self, spark: SparkSession) -> None:
-        tracker = spark.sparkContext.statusTracker()
-        self._poller = threading.Thread(target=self._poll, args=(tracker,), daemon=True)
+    def attach(self, tasks: RunningTasks) -> None:
+        self._poller = threading.Thread(target=self._poll, args=(tasks,), daemon=True)
         self._poller.start()
 
-    def _poll(self, tracker) -> None:
+    def _poll(self, tasks: RunningTasks) -> None:
         while not self._stop.wait(POLL_SECONDS):
-            stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-            stages = [s for s in stages if s is not None]
-            if stages:
-                total = sum(s.numTasks for s in stages)
-                done = sum(s.numCompletedTasks for s in stages)
+            running = tasks()
+            if running is not None:
+                done, total = running
                 self._display.update(self._task, total=total, completed=done)
 
     def phase(self, name: str, **counts: int) -> None:

@@ -19,6 +19,8 @@ class CycleReport:
     spark_start_seconds: float = 0.0  # starting the Spark session (0 when it was warm)
     on_spark: bool = False  # False: a cycle of few rows, run in the driver
     phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
+    loopback: int = 0  # rows by the publisher's own user, consumed unpublished (S)
+    loopback_user: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -35,9 +37,22 @@ class CycleReport:
 
     def summary(self) -> str:
         letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
+        loopback = f" ({self.loopback} of them loopback)" if self.loopback else ""
         return (
             f"{self.rows} rows read, {self.commands} commands, {self.documents} documents; "
-            f"statuses {letters}"
+            f"statuses {letters}{loopback}"
+        )
+
+    def loopback_hint(self) -> str | None:
+        """What to do when rows were not published because the publisher's own user made
+        them (docs/statuses.md, Loopback): the usual first try changes rows as that user."""
+        if not self.loopback:
+            return None
+        return (
+            f"{self.loopback} rows were logged for changes made by {self.loopback_user!r}, the "
+            "publisher's own database user, and were consumed unpublished (loopback). Make "
+            "changes as another user, give --publisher-user the user the publisher runs as, "
+            "or --allow-loopback to publish them."
         )
 
     @property

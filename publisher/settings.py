@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from publisher.errors import ConfigError
+from publisher.model.value_text import forbidden_position
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -27,3 +30,12 @@ class Settings:
     # Time Syntax: date, time and timestamp values as 1 seconds since 1970 (type time),
     # 2 canonical or 3 java strings (model/value_text.TimeSyntax).
     time_syntax: int = 1
+
+    def __post_init__(self) -> None:
+        # The schema is in every association, the log's name in SQL: neither may hold a
+        # character XML cannot carry (a control character, say).
+        for name, value in (("--schema", self.schema), ("--log-table", self.log_table)):
+            if (position := forbidden_position(value)) is not None:
+                raise ConfigError(
+                    f"{name} {value!r} holds a character XML 1.0 cannot carry at position {position}"
+                )

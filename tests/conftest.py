@@ -138,14 +138,14 @@ def make_sample_db(kind: str, tmp_path: Path, triggers: str = "none") -> SampleD
 
 
 @pytest.fixture
-def sample_db(tmp_path: Path, spark) -> SampleDb:
+def sample_db(tmp_path: Path) -> SampleDb:
     db = make_sample_db("sqlite", tmp_path)
     yield db
     db.drop()
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
-def any_db(request, tmp_path: Path, spark) -> SampleDb:
+def any_db(request, tmp_path: Path) -> SampleDb:
     """The sample database on each of the three databases in turn."""
     db = make_sample_db(request.param, tmp_path)
     yield db

@@ -85,7 +85,7 @@ STEPS = [  # (statements, the documents' commands)
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
 def test_changes_through_the_generated_triggers_publish_the_class_documents(
-    kind: str, tmp_path: Path, spark
+    kind: str, tmp_path: Path
 ) -> None:
     db = make_sample_db(kind, tmp_path, triggers="field")
     try:

@@ -30,7 +30,7 @@ def test_help_imports_nothing_heavy():
 
 
 @pytest.fixture
-def logged_db(tmp_path: Path, spark) -> str:
+def logged_db(tmp_path: Path) -> str:
     """A database made by init-db --sample with per-field triggers, after real changes."""
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     assert run("init-db", "--db", url, "--sample").exit_code == 0
@@ -101,7 +101,7 @@ def test_error_rows_exit_1_and_are_listed_on_stderr(logged_db, tmp_path):
         ("table_name TEXT, column_name TEXT, old_value TEXT, new_value TEXT, note TEXT", "perpetrator"),
     ],
 )
-def test_event_log_missing_a_column_exits_2(tmp_path, spark, columns, missing):
+def test_event_log_missing_a_column_exits_2(tmp_path, columns, missing):
     import sqlalchemy as sa
 
     url = f"sqlite:///{tmp_path / 'bad.db'}"
@@ -115,6 +115,46 @@ def test_event_log_missing_a_column_exits_2(tmp_path, spark, columns, missing):
     result = run("export", "--db", url, "--out", str(tmp_path / "o.xml"))
     assert result.exit_code == 2
     assert f"lacks column(s) {missing}" in result.stderr
+
+
+def test_loopback_rows_are_counted_and_a_hint_says_how_to_publish_them(logged_db, tmp_path):
+    result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"), "--dry-run",
+                 "--publisher-user", "nobody")
+    assert result.exit_code == 0 and "hint" not in result.stderr
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(logged_db)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE indirect_process SET perpetrator = 'app' WHERE record_id < 5"))
+    engine.dispose()
+    result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"), "--publisher-user", "app")
+    assert result.exit_code == 0
+    assert "6 rows read, 2 commands, 1 documents; statuses S=6 (4 of them loopback)" in result.stderr
+    assert ("xdspub: hint: 4 rows were logged for changes made by 'app', the publisher's own "
+            "database user, and were consumed unpublished (loopback).") in result.stderr
+
+
+def test_an_internal_error_is_one_line_and_exit_5(logged_db, tmp_path, monkeypatch):
+    import publisher.cycle
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug\nwith two lines")
+
+    monkeypatch.setattr(publisher.cycle, "export", broken)
+    result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 5
+    assert result.stderr == (
+        "xdspub: internal error: RuntimeError: a bug\\x0awith two lines "
+        "(--debug shows where; please report it)\n"
+    )
+    with pytest.raises(RuntimeError, match="a bug"):  # raised: Python prints its traceback
+        run("--debug", "export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
+
+
+def test_a_schema_name_xml_cannot_carry_is_refused(logged_db, tmp_path):
+    result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"), "--schema", "ind\x1bx")
+    assert result.exit_code == 2
+    assert "--schema 'ind\\x1bx' holds a character XML 1.0 cannot carry at position 4" in result.stderr
 
 
 def test_unreachable_database_exits_3(tmp_path):
@@ -134,7 +174,7 @@ def test_options_come_from_flags_then_environment_then_config_file(logged_db, tm
     assert "6 rows read" in again.stderr  # the dry run left the statuses
 
 
-def test_demo_prints_the_documented_documents(capfd, spark):
+def test_demo_prints_the_documented_documents(capfd):
     result = run("demo")
     assert result.exit_code == 0
     documents = result.stdout.split("<?xml")[1:]
@@ -188,6 +228,7 @@ def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
     assert result.exit_code == 2 and "another publisher is active" in result.stderr
 
 
+@pytest.mark.slow  # a Spark cycle in a process of its own
 def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
     """On a terminal, a progress display with Spark's task counts, then the summary."""
     import os

@@ -23,9 +23,11 @@ CASES = sorted(Path(__file__).with_name("conformance").glob("*.json"))
 PLANS = {"spark": 0, "driver": 10_000}  # small_cycle_rows: 0 sends every cycle to Spark
 
 
-@pytest.mark.parametrize("plan", PLANS)
+@pytest.mark.parametrize("plan", [pytest.param("spark", marks=pytest.mark.slow), "driver"])
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-def test_documented_example(case: Path, plan: str, any_db, tmp_path: Path) -> None:
+def test_documented_example(case: Path, plan: str, any_db, tmp_path: Path, request) -> None:
+    if plan == "spark":
+        request.getfixturevalue("spark")  # the session's: local[2], started once
     data = json.loads(case.read_text())
     for statement in data.get("ddl", []):
         any_db.execute(re.sub(r"\{table:(\w+)\}", lambda m: any_db.table(m[1]), statement))

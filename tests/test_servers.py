@@ -13,7 +13,7 @@ SERVERS = ["postgresql", "mariadb"]
 
 
 @pytest.fixture(params=SERVERS)
-def server_db(request, tmp_path, spark):
+def server_db(request, tmp_path):
     db = make_sample_db(request.param, tmp_path, triggers="none")
     yield db
     db.drop()
@@ -67,6 +67,8 @@ def test_triggered_rows_by_the_publisher_user_are_loopback(server_db, tmp_path):
     _changes(server_db)
     document, report = server_db.publish(tmp_path / "out.xml")  # the URL's user made them
     assert commands(document) == [] and report.by_status == {"S": 8}
+    assert report.loopback == 8 and "(8 of them loopback)" in report.summary()
+    assert "made by 'root', the publisher's own database user" in report.loopback_hint()
 
 
 def test_rows_committed_out_of_record_id_order_are_published(server_db, tmp_path):

@@ -22,6 +22,8 @@ from publisher.source.init_db import init_db
 from tests.conftest import SampleDb, free_port, make_sample_db
 from tests.private_servers import start_private_server
 
+pytestmark = pytest.mark.slow  # each test runs the service as a process of its own
+
 INTERVAL = 1
 
 
@@ -67,7 +69,7 @@ class Poll:
 
 
 @pytest.fixture(params=["postgresql", "mariadb"])
-def server(request, tmp_path, spark):
+def server(request, tmp_path):
     db = make_sample_db(request.param, tmp_path)
     yield db
     db.drop()
@@ -91,7 +93,7 @@ def drop_other_sessions(db) -> None:
 
 
 @pytest.fixture(params=["postgresql", "mariadb"])
-def private_server(request, tmp_path, spark):
+def private_server(request, tmp_path):
     """A server of the test's own, which it may restart, with the sample schema."""
     server = start_private_server(request.param)
     try:
@@ -103,7 +105,7 @@ def private_server(request, tmp_path, spark):
 
 
 @pytest.fixture
-def lite(tmp_path, spark):
+def lite(tmp_path):
     db = make_sample_db("sqlite", tmp_path)
     yield db
     db.drop()
@@ -197,7 +199,7 @@ def test_dropped_connections_and_an_unwritable_sink_are_retried(server, tmp_path
         assert "info polling only" in poll.log()
 
 
-def test_logged_rows_wake_the_service_before_its_interval_ends(tmp_path, spark):
+def test_logged_rows_wake_the_service_before_its_interval_ends(tmp_path):
     """PostgreSQL, the event log made with init-db --wake: its trigger notifies, so a service
     polling every ten minutes still publishes within seconds; also after its listening
     session is killed."""

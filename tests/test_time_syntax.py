@@ -77,7 +77,7 @@ PAST_ONE_DAY = {"sqlite": "86400", "postgresql": "86400", "mariadb": "3020399"}
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql", "mariadb"])
-def time_db(request, tmp_path_factory, spark):
+def time_db(request, tmp_path_factory):
     db = make_sample_db(request.param, tmp_path_factory.mktemp(request.param))
     db.kind = request.param
     times = db.table("times")

@@ -56,7 +56,7 @@ ROW = st.fixed_dictionaries(
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql", "mariadb"])
-def value_db(request, tmp_path_factory, spark):
+def value_db(request, tmp_path_factory):
     db = make_sample_db(request.param, tmp_path_factory.mktemp(request.param))
     db.kind = request.param
     columns = ", ".join(f"{name} {kind}" for name, kind in KINDS[request.param])

@@ -12,14 +12,12 @@ than a stretch of each run."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from publisher.delivery.documents import create_temporary
 from publisher.errors import SinkError
 from publisher.model.rows import COMMANDS, NOTES, SPILLED, Note
 
@@ -129,41 +127,6 @@ def in_memory(commands: Iterable[pa.RecordBatch]) -> OrderedCommands:
     sink = pa.BufferOutputStream()
     sorted_run(commands, sink)
     return OrderedCommands([sink.getvalue()])
-
-
-def _partition() -> int:
-    from pyspark import TaskContext
-
-    return TaskContext.get().partitionId()
-
-
-def spill_writer(directory: str, passes: Passes) -> Passes:
-    """mapInArrow body around the object pass (``passes``, giving rows.REDUCED): its commands,
-    sorted, into a file of this task's in ``directory``; reports (rows.SPILLED) the file and
-    how many commands it holds, each row that is not S, or why the file could not be
-    written."""
-
-    def spill(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        commands, notes = [], []
-        for batch in passes(batches):
-            rendered, noted = split_reduced(batch)
-            commands.append(rendered)
-            notes += noted
-        path = None
-        try:
-            stream, path = create_temporary(Path(directory), f"commands-{_partition():05d}.arrow")
-            with stream:
-                count = sorted_run(commands, stream)
-        except OSError as exc:
-            if path is not None:
-                path.unlink(missing_ok=True)
-            message = f"cannot write {exc.filename}: {exc.strerror or exc}"
-            yield SPILLED.batch([SPILLED.row(error=message)])
-            return
-        spilled = SPILLED.row(path=str(path), commands=count)
-        yield SPILLED.batch([spilled, *(SPILLED.row(**n._asdict()) for n in notes)])
-
-    return spill
 
 
 def first_failure(reports: Sequence) -> None:

@@ -32,7 +32,7 @@ class AttrOp(StrEnum):
 class Attr:
     """One change of an attribute: ``old`` is removed (MODIFY only), ``new`` added. The
     changes of one multi-valued attribute in a command share one element
-    (docs/classes.md, Rendering)."""
+    (docs/classes.md, Child tables)."""
 
     op: AttrOp
     name: str

@@ -21,9 +21,8 @@ from publisher.report import CycleReport
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
 
-    from publisher.source.copy_read import CopyRanges
+    from publisher.plans.reads import Read
 
 
 class CycleSource(Protocol):
@@ -35,26 +34,19 @@ class CycleSource(Protocol):
     def count(self) -> int:
         """How many rows the cycle will read."""
 
-    def pending(self, spark: SparkSession) -> DataFrame:
-        """The rows to publish (rows.PENDING)."""
+    def pending_read(self, parts: int) -> Read:
+        """The rows to publish (rows.PENDING) for the Python workers to read, in about
+        ``parts`` ranges where they can be split (plans/reads.py)."""
 
     def pending_rows(self) -> pa.Table:
         """The rows to publish (rows.PENDING), read by the driver."""
 
-    def pending_ranges(self, parts: int) -> CopyRanges | None:
-        """The rows to publish as ``parts`` ranges the executors read themselves, or None
-        where they cannot (then ``pending`` reads them)."""
-
-    def read_current(
-        self, spark: SparkSession, table: Table, key_names: Sequence[str], wanted: list | None
-    ) -> DataFrame:
-        """The current rows of ``table`` for query-back (current.ReadTable)."""
-
-    def current_ranges(
-        self, table: Table, key_names: Sequence[str], parts: Callable[[int], int]
-    ) -> CopyRanges | None:
-        """The whole of ``table`` (as ``read_current``'s rows) in ``parts(rows)`` ranges the
-        executors read themselves, or None where they cannot."""
+    def current_read(
+        self, table: Table, key_names: Sequence[str], wanted: list | None, parts: Callable[[int], int]
+    ) -> Read:
+        """The current rows of ``table`` for query-back (source/query_back.py), of the
+        objects whose ``key_names`` hold ``wanted`` (None: all), for the Python workers to
+        read; a whole table in ``parts(rows)`` ranges where it can be split."""
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         """The same, read by the driver."""
@@ -77,6 +69,7 @@ class Reduced:
     commands: OrderedCommands
     runs: list[tuple[int, int]]  # the record_ids read, as runs of consecutive ones
     exceptions: list[Note]  # the rows that are not S (E and W), by record_id
+    loopback: int  # rows consumed unpublished: the publisher's own changes (reduce/loopback.py)
 
 
 class Phases:

@@ -54,4 +54,4 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
         rendered, notes = split_reduced(batch)
         commands.append(rendered)
         noted += notes
-    return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]))
+    return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]), census.loopback)

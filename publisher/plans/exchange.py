@@ -25,14 +25,14 @@ import pyarrow.ipc as ipc
 from publisher.delivery.documents import create_temporary
 from publisher.delivery.ordered import Passes, first_failure
 from publisher.model.rows import EXCHANGED, OBJECT_ROWS
+from publisher.plans.reads import Frame
 from publisher.reduce.pipeline import in_object_order, object_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
 BATCH_ROWS = 10_000  # rows per batch into the object pass
-Frame = tuple["DataFrame", Passes]  # rows, and the mapInArrow body to run over them
 
 
 # The files hold rows.OBJECT_ROWS and each row's object hash: a bucket is the hash modulo

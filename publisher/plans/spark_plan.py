@@ -4,19 +4,21 @@ spilling its commands for the driver to put in order (delivery/ordered.py)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from publisher.delivery.ordered import spill_writer, spilled_commands
+from publisher.delivery.ordered import spilled_commands
 from publisher.model.rows import SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.plans.exchange import Exchange
+from publisher.plans.reads import frame, state_frames
+from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
-from publisher.reduce.census import census_parts, counted, whole
-from publisher.reduce.current import state_frames
+from publisher.reduce.census import whole
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
-from publisher.source.copy_read import ranged_frame
 
 ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 
@@ -24,10 +26,30 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def reduce_on_spark(
-    spark: SparkSession, settings: Settings, source: CycleSource, work: Path, phases: Phases
-) -> Reduced:
-    """The cycle's commands and statuses; the object pass spills into ``work``."""
+def _running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
+    """How many of the running stages' tasks are done, of how many (None: no stage runs)."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def tasks() -> tuple[int, int] | None:
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        stages = [s for s in stages if s is not None]
+        if not stages:
+            return None
+        return sum(s.numCompletedTasks for s in stages), sum(s.numTasks for s in stages)
+
+    return tasks
+
+
+def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases: Phases) -> Reduced:
+    """The cycle's commands and statuses, on the process's Spark session (started here on
+    first use); the object pass spills into ``work``."""
+    from publisher.spark import spark_session
+
+    started = time.monotonic()
+    spark = spark_session(settings.spark_master)
+    phases.report.spark_start_seconds = time.monotonic() - started
+    phases.report.on_spark = True
+    phases.progress.attach(_running_tasks(spark))
     phases.begin("reading and classifying")
     classify = p.classify_rows(
         source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
@@ -38,28 +60,19 @@ def reduce_on_spark(
         return max(cores, -(-rows // ROWS_PER_RANGE))
 
     rows = source.count()
-    ranges = source.pending_ranges(parts_for(rows))
     parts = census_parts(spark.sparkContext)
-    if ranges is None:
-        pending = (source.pending(spark), counted(classify, parts))
-    else:
-        numbers, read_classify = ranged_frame(spark, ranges, classify)
-        pending = (numbers, counted(read_classify, parts))
     exchange = Exchange(spark, work, rows)
-    exchange.write([pending])
+    exchange.write([frame(spark, source.pending_read(parts_for(rows)), counted(classify, parts))])
     census = whole(parts.value)
     source.mark_early(census.runs, census.rejected)
 
     def read(table, key_names, wanted):
-        return source.read_current(spark, table, key_names, wanted)
-
-    def ranged(table, key_names):
-        return source.current_ranges(table, key_names, parts_for)
+        return source.current_read(table, key_names, wanted, parts_for)
 
     phases.begin("reducing and rendering", rows=census.rows)
-    exchange.write(state_frames(spark, census.wanted, source.catalogue, read, ranged))
+    exchange.write(state_frames(spark, census.wanted, source.catalogue, read))
     numbers, objects = exchange.objects()
     passes = object_pass(source.catalogue)
     spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
     commands, noted = spilled_commands(numbers.mapInArrow(spill, SPILLED.ddl).collect())
-    return Reduced(commands, census.runs, sorted([*census.rejected, *noted]))
+    return Reduced(commands, census.runs, sorted([*census.rejected, *noted]), census.loopback)

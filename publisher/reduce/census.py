@@ -1,14 +1,14 @@
 """What a cycle must know of its classified rows before the shuffle by object, learnt as
 they are classified: the runs of record_ids read, the E rows, and the objects that live
 query-back events ask for, by table. On Spark each classifying task adds its part to an
-accumulator, by partition, so a task run twice counts once; no job of its own.
+accumulator, by partition, so a task run twice counts once; no job of its own
+(plans/tasks.py).
 
 The wanted objects decide how query-back reads a table (reduce/current.py): by key when
 at most KEYED_READ_LIMIT objects are asked, else whole."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -31,6 +31,7 @@ class Census:
     rejected: list[Note] = field(default_factory=list)  # the E rows (by record_id: whole)
     # table name -> the asked objects' keys, or None when more than KEYED_READ_LIMIT
     wanted: dict[str, Keys | None] = field(default_factory=dict)
+    loopback: int = 0  # rows consumed unpublished: the publisher's own changes
 
     @property
     def rows(self) -> int:
@@ -44,6 +45,7 @@ class Census:
         status = batch.column("status")
         errors = batch.filter(pc.equal(status, Status.ERROR))
         self.rejected += map(Note, *(errors.column(n).to_pylist() for n in NOTES.names))
+        self.loopback += pc.sum(pc.equal(status, Status.DONE)).as_py() or 0  # the only S here
         asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
         tables = asks.column("table_name")
         for table_name in pc.unique(tables).to_pylist():
@@ -63,42 +65,10 @@ class Census:
     def merge(self, other: Census) -> Census:
         self.runs = merge_runs([*self.runs, *other.runs])
         self.rejected += other.rejected
+        self.loopback += other.loopback
         for table_name, keys in other.wanted.items():
             self._want(table_name, keys)
         return self
-
-
-def counted(
-    classify: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], parts
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """``classify`` (a mapInArrow body giving rows.CLASSIFIED) that also adds its task's
-    census to the accumulator ``parts`` (of census_parts), as {partition: Census}."""
-
-    def classify_counting(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        census = Census()
-        for batch in classify(batches):
-            census.add(batch)
-            yield batch
-        parts.add({TaskContext.get().partitionId(): census})
-
-    return classify_counting
-
-
-def census_parts(spark_context):
-    """An accumulator of the classifying tasks' censuses, by partition."""
-    from pyspark.accumulators import AccumulatorParam
-
-    class ByPartition(AccumulatorParam):
-        def zero(self, value: dict) -> dict:
-            return {}
-
-        def addInPlace(self, value: dict, more: dict) -> dict:
-            value.update(more)  # a task run again replaces its part
-            return value
-
-    return spark_context.accumulator({}, ByPartition())
 
 
 def whole(parts: dict[int, Census]) -> Census:

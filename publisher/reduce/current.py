@@ -1,5 +1,5 @@
-"""Query-back on Spark: the current rows of the tables the cycle's query-back events name,
-as rows that travel with those objects' events through the shuffle by object
+"""Query-back state: the current rows of the tables the cycle's query-back events name, as
+rows that travel with those objects' events through the shuffle by object
 (plans/exchange.py), so no join is needed.
 
 The rows read (source/query_back.py) go through one Python pass that applies the
@@ -11,21 +11,14 @@ asked for that has no current row has no STATE row: the object pass sees it vani
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
 
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import STATE
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
 from publisher.reduce.vectorised_state import StateColumns
-from publisher.source.copy_read import CopyRanges, ranged_frame
-
-# (table, key column names, the wanted keys' text values or None for all) -> raw rows
-ReadTable = Callable[[Table, Sequence[str], "list[tuple[str, ...]] | None"], DataFrame]
-# (table, key column names) -> the whole table as ranges the workers read, or None
-RangeTable = Callable[[Table, Sequence[str]], "CopyRanges | None"]
 
 
 def current_pass(
@@ -68,25 +61,3 @@ def state_reads(catalogue: Catalogue, wanted: Wanted) -> Iterator[tuple[Table, T
         keyed = None if keys is None else sorted(keys)
         for part in (table, *table.children()):
             yield table, part, keyed
-
-
-def state_frames(
-    spark: SparkSession,
-    wanted: Wanted,
-    catalogue: Catalogue,
-    read: ReadTable,
-    ranged: RangeTable,
-) -> list[tuple[DataFrame, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]]:
-    """The reads of the current rows (rows.STATE) of the objects ``wanted`` names (table
-    name -> their keys' values, None for too many to name; census.py), and of their
-    tables' child tables: read by key, or whole; a whole table in ranges the workers read
-    where it can be. Each is a frame and the mapInArrow body that gives its rows.STATE."""
-    frames = []
-    for table, part, keyed in state_reads(catalogue, wanted):
-        body = current_pass(catalogue, table, part)
-        ranges = None if keyed is not None else ranged(part, part.key_columns)
-        if ranges is None:
-            frames.append((read(part, part.key_columns, keyed), body))
-        else:
-            frames.append(ranged_frame(spark, ranges, body))
-    return frames

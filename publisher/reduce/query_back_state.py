@@ -1,6 +1,6 @@
-"""Query-back state (docs/rendering.md, Query-back): a table's current row as the rules
-read it. Its key as objects are matched by it, and its non-key cells as XDS text, or why a
-cell cannot be published.
+"""Query-back state (docs/rendering.md, Query-back rendering): a table's current row as the
+rules read it. Its key as objects are matched by it, and its non-key cells as XDS text, or
+why a cell cannot be published.
 
 The Spark cycle applies these to every row its query-back read returns (reduce/current.py);
 the row publisher of bench/ to the row its own SELECT returns. Both read the same columns
@@ -75,7 +75,7 @@ def current_key(
 
 def name_error(label: str) -> str | None:
     """Why no value of the attribute ``label`` can be published: XML cannot carry its name
-    (docs/rendering.md, Query-back); None when it can."""
+    (docs/rendering.md, Query-back rendering); None when it can."""
     position = forbidden_position(label)
     if position is None:
         return None

@@ -153,7 +153,7 @@ class Classifier:
     ) -> tuple[Table, str | None, dict[str, str]]:
         """The class a row names, the attribute its column_name names, and how the row's
         key names map to the class's: a child table stands for its parent's class, its
-        bare column for ``child_table.column`` (docs/classes.md, Event log)."""
+        bare column for ``child_table.column`` (docs/classes.md, Child tables)."""
         table = self.catalogue.tables.get(table_name)
         if table is not None:
             return table, column_name, {}
@@ -303,7 +303,7 @@ def _current_attributes(
 ) -> dict[str, tuple[str, tuple[str, ...], bool]]:
     """The current values read back by attribute, in the class's order: its non-key
     columns' cells as read, then each multi-valued attribute's values, sorted and once
-    each (docs/classes.md, Rendering; a child table's value in none of its rows is none)."""
+    each (docs/classes.md, Child tables; a child table's value in none of its rows is none)."""
     multi = table.multi_valued_types
     current = {name: (xds_type, () if text is None else (text,), False) for name, xds_type, text in cells
                if name not in multi}

@@ -5,10 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import sys
 from typing import Any
 
+from publisher.model.statuses import reason_text
+
 LOGGER = logging.getLogger("xdspub")
+_QUOTED = re.compile(r'[\s="\\]')
 
 
 class _Formatter(logging.Formatter):
@@ -26,8 +30,15 @@ class _Formatter(logging.Formatter):
         }
         if self.as_json:
             return json.dumps(fields, default=str)
-        rest = " ".join(f"{k}={v}" for k, v in fields.items() if k not in ("time", "level", "event"))
+        rest = " ".join(f"{k}={_text_value(v)}" for k, v in fields.items() if k not in ("time", "level", "event"))
         return f"{fields['time']} {fields['level']} {fields['event']} {rest}".rstrip()
+
+
+def _text_value(value: Any) -> str:
+    """A field's value in a text line: escaped and bounded as a reason is, and quoted when
+    it holds blanks, '=' or quotes, so that no value can forge a field or a line."""
+    text = reason_text(str(value))
+    return json.dumps(text, ensure_ascii=False) if not text or _QUOTED.search(text) else text
 
 
 def configure(log_format: str) -> None:

@@ -51,6 +51,7 @@ class PollingService:
         self.stopping = threading.Event()
         self.wake = threading.Event()  # ends the pause between polls early
         self.metrics = Metrics()
+        self.loopback_hinted = False
 
     def stop(self, *_args: object) -> None:
         self.stopping.set()
@@ -66,7 +67,8 @@ class PollingService:
             return 0
         log_table = open_event_log(engine, dialect, self.settings)
         lock = PublisherLock(engine, dialect, lock_name(self.settings))
-        self._warm_spark()
+        if (self.settings.query_limit or 0) > self.settings.small_cycle_rows:
+            self._warm_spark()  # a cycle may be too big for the driver: Spark ready before it
         with self._wake_ups(engine, dialect, log_table):
             self._serve(engine, dialect, log_table, lock)
         lock.release()
@@ -168,6 +170,9 @@ class PollingService:
         for record_id, letter, why in report.notes:
             level = logging.ERROR if letter == "E" else logging.WARNING
             log(level, "row", record_id=record_id, status=letter, reason=why)
+        if (hint := report.loopback_hint()) and not self.loopback_hinted:
+            log(logging.WARNING, "loopback rows not published", hint=hint)
+            self.loopback_hinted = True  # once: a service may see them every cycle
         log(
             logging.INFO,
             "cycle",
@@ -175,6 +180,7 @@ class PollingService:
             commands=report.commands,
             documents=report.documents,
             **{f"status_{k}": v for k, v in sorted(report.by_status.items())},
+            loopback=report.loopback,
             seconds=f"{seconds:.2f}",
         )
         return report

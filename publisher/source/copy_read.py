@@ -6,9 +6,8 @@ Python). Spark's JDBC source stays the way for databases without COPY."""
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -16,9 +15,6 @@ import sqlalchemy as sa
 
 from publisher.source.database import libpq_conninfo
 from publisher.source.jdbc import jdbc_sql
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
 BLOCK_BYTES = 1 << 20  # rows parsed together, at least: a batch is about this big
 
@@ -99,23 +95,6 @@ def even_ranges(low: int, high: int, parts: int) -> list[tuple[int, int]]:
     return [(start, min(start + size - 1, high)) for start in range(low, high + 1, size)]
 
 
-def ranged_frame(
-    spark: SparkSession,
-    ranges: CopyRanges,
-    body: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-) -> tuple[DataFrame, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]:
-    """One task a range: the range numbers (spark.range), and the mapInArrow body over them
-    that reads each range here and puts its rows through ``body`` as they come, one pass
-    from the database to ``body``'s rows."""
-
-    def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for index in batch.column(0).to_pylist():
-                yield from body(ranges.read(index))
-
-    return spark.range(len(ranges), numPartitions=len(ranges)), read
-
-
 def copy_ranges(
     engine: sa.Engine,
     query: sa.Select,
@@ -127,8 +106,9 @@ def copy_ranges(
     """``query`` read in ``ranges`` (inclusive) of its integer ``column``; ``hex_columns``
     are binary."""
     sql = jdbc_sql(query, engine)
+    quoted = engine.dialect.identifier_preparer.quote(column)  # the user's name: "AcctID", user
     statements = tuple(
-        f"COPY (SELECT * FROM ({sql}) AS ranged WHERE {column} BETWEEN {low} AND {high}) "
+        f"COPY (SELECT * FROM ({sql}) AS ranged WHERE {quoted} BETWEEN {int(low)} AND {int(high)}) "
         "TO STDOUT WITH (FORMAT csv)"
         for low, high in ranges
     )

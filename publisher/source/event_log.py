@@ -1,11 +1,9 @@
-"""The event log table (docs/event-log.md): its columns, and the pending rows as a Spark
-DataFrame read through Spark's JDBC source."""
+"""The event log table (docs/event-log.md): its columns, and its pending rows, read by the
+driver or described for the Python workers to read."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 import sqlalchemy as sa
 
@@ -17,10 +15,7 @@ from publisher.settings import Settings
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
 from publisher.source.text import database_text
 from publisher.source.dialects import Dialect
-from publisher.source.jdbc import read_query
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+from publisher.source.jdbc import JdbcQuery, jdbc_query
 
 # Text columns a row could make huge: each is read up to the Maximum Value Length and one
 # character more, so that a longer value is seen (and its row rejected) without its bulk.
@@ -114,27 +109,24 @@ def pending_bounds(engine: sa.Engine, log: EventLog, dialect: Dialect, settings:
     return PendingBounds(rows, low, high)
 
 
-def read_pending(
-    spark: SparkSession,
-    engine: sa.Engine,
-    log: EventLog,
-    dialect: Dialect,
-    settings: Settings,
-    bounds: PendingBounds,
-) -> DataFrame:
-    """The cycle's pending rows, read in record_id ranges. The caller reads them once (into
+def pending_read(
+    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds, parts: int
+) -> CopyRanges | JdbcQuery:
+    """The cycle's pending rows for the Python workers to read: in ``parts`` record_id
+    ranges by COPY (source/copy_read.py) where the database has it, else through Spark's
+    JDBC source, in record_id ranges when they are many. The cycle reads them once (into
     the work folder's files, plans/exchange.py), so that later steps never re-read the
     table."""
-    query = pending_select(log, dialect, settings)
+    ranges = _pending_ranges(engine, log, dialect, settings, bounds, parts)
+    if ranges is not None:
+        return ranges
     split = ("record_id", bounds.low, bounds.high, bounds.rows) if bounds.rows else None
-    return read_query(spark, engine, dialect, query, PENDING.ddl, split)
+    return jdbc_query(engine, dialect, pending_select(log, dialect, settings), PENDING.arrow, split)
 
 
-def pending_ranges(
+def _pending_ranges(
     engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds, parts: int
 ) -> CopyRanges | None:
-    """The cycle's pending rows as ``parts`` record_id ranges that the Python workers read
-    themselves (source/copy_read.py); None where the database has no COPY."""
     if not dialect.copy_reads or not bounds.rows:
         return None
     ranges = even_ranges(bounds.low, bounds.high, parts)
@@ -146,7 +138,7 @@ def pending_rows(
 ) -> pa.Table:
     """The cycle's pending rows (rows.PENDING) read by the driver, for a cycle of few rows:
     with COPY where the database has it, as the Python workers read a big cycle's."""
-    ranges = pending_ranges(engine, log, dialect, settings, bounds, 1)
+    ranges = _pending_ranges(engine, log, dialect, settings, bounds, 1)
     if ranges is not None:
         return pa.Table.from_batches(list(ranges.read(0)), PENDING.arrow)
     return selected_pending_rows(engine, log, dialect, settings)

@@ -1,19 +1,19 @@
-"""Reading a query through Spark's JDBC source, split by ranges of an integer column when
-it is big enough to be worth reading in parallel."""
+"""Queries for Spark's JDBC source, as plain data: the SQL, how to connect, the columns'
+types and how to split the read (plans/reads.py runs them). Spark reads them where the
+database has no COPY (source/copy_read.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.source.dialects import Dialect
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
 ROWS_PER_PARTITION = 250_000  # below this a second connection costs more than it saves
 FETCH_SIZE = 10_000
+_SPARK_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "STRING", pa.binary(): "BINARY"}
 
 
 def jdbc_sql(query: sa.Select, engine: sa.Engine) -> str:
@@ -25,40 +25,49 @@ def jdbc_sql(query: sa.Select, engine: sa.Engine) -> str:
     return sql % () if engine.dialect.paramstyle in ("format", "pyformat") else sql
 
 
-def read_query(
-    spark: SparkSession,
+@dataclass(frozen=True)
+class JdbcQuery:
+    """A query Spark's JDBC source reads (plans/reads.py), its rows as ``schema``."""
+
+    url: str
+    driver: str
+    user: str | None
+    password: str | None
+    sql: str
+    schema: pa.Schema
+    # (column, lowest, highest, rows): read in ranges of an integer column when big.
+    split: tuple[str, int, int, int] | None = None
+    # String columns Spark reads as bytes, decoded by our rule (Dialect.text_as_bytes).
+    text_columns: tuple[str, ...] = ()
+
+    def custom_schema(self) -> str:
+        """Spark's customSchema: the type each column is read as."""
+        return ", ".join(
+            f"`{f.name.replace('`', '``')}` "
+            + ("BINARY" if f.name in self.text_columns else _SPARK_TYPES[f.type])
+            for f in self.schema
+        )
+
+    def partitions(self, cores: int) -> int:
+        """How many ranges to read: one per ROWS_PER_PARTITION rows, at most four a core."""
+        if self.split is None:
+            return 1
+        return min(max(1, self.split[3] // ROWS_PER_PARTITION), 4 * cores)
+
+
+
+def jdbc_query(
     engine: sa.Engine,
     dialect: Dialect,
     query: sa.Select,
-    schema: str,
+    schema: pa.Schema,
     split: tuple[str, int, int, int] | None = None,
-) -> DataFrame:
-    """``query`` as a DataFrame of ``schema`` (Spark's customSchema: the types it reads the
-    columns as). ``split``: (column, lowest, highest, rows) to read in record ranges."""
-    sql = jdbc_sql(query, engine)
+) -> JdbcQuery:
+    """``query`` for Spark's JDBC source, its columns ``schema``; ``split``: (column,
+    lowest, highest, rows) to read in ranges of an integer column."""
     url = engine.url
-    reader = (
-        spark.read.format("jdbc")
-        .option("url", dialect.jdbc(url))
-        .option("driver", dialect.jdbc_driver)
-        .option("customSchema", schema)
-        .option("fetchsize", FETCH_SIZE)
-    )
-    if url.username:
-        reader = reader.option("user", url.username)
-    if url.password:
-        reader = reader.option("password", url.password)
-    partitions = 1 if split is None else min(
-        max(1, split[3] // ROWS_PER_PARTITION), 4 * spark.sparkContext.defaultParallelism
-    )
-    if partitions == 1:
-        return reader.option("query", sql).load()
-    column, low, high, _rows = split
-    return (
-        reader.option("dbtable", f"({sql}) AS split_query")
-        .option("partitionColumn", column)
-        .option("lowerBound", low)
-        .option("upperBound", high + 1)
-        .option("numPartitions", partitions)
-        .load()
+    texts = tuple(f.name for f in schema if f.type == pa.string()) if dialect.text_as_bytes else ()
+    return JdbcQuery(
+        dialect.jdbc(url), dialect.jdbc_driver, url.username, url.password,
+        jdbc_sql(query, engine), schema, split, texts,
     )

@@ -1,14 +1,14 @@
-"""Query-back reads (docs/rendering.md, Query-back): the current rows of a published table.
+"""Query-back reads (docs/rendering.md, Query-back rendering): the current rows of a
+published table.
 
 Every column is selected as the database's own text (binary columns as bytes), so that one
-rule (model/value_text.py) turns them into XDS text whatever reads them: Spark's JDBC source
-here, or the row publisher of bench/ with SQLAlchemy. Key values are bound as values,
+rule (model/value_text.py) turns them into XDS text whatever reads them: the Python workers
+(COPY, or Spark's JDBC source), the driver, or the row publisher of bench/ with SQLAlchemy. Key values are bound as values,
 never spliced into the SQL; names come from the reflected catalogue only."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -16,15 +16,12 @@ import sqlalchemy as sa
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
-from publisher.source.text import database_text
 from publisher.source.dialects import Dialect
-from publisher.source.jdbc import read_query
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+from publisher.source.jdbc import JdbcQuery, jdbc_query
+from publisher.source.text import database_text
 
 # Up to this many requested objects are read by their keys; more, and the table is read
-# whole (in ranges of its integer key when it has one) and joined in Spark.
+# whole (in ranges of its integer key when it has one).
 KEYED_READ_LIMIT = 1_000
 
 
@@ -57,44 +54,25 @@ def current_select(
     return query.where(sa.tuple_(*(source.c[n] for n in key_names)).in_(binds))
 
 
-def read_current(
-    spark: SparkSession,
+def current_read(
     engine: sa.Engine,
     dialect: Dialect,
     catalogue: Catalogue,
     table: Table,
     key_names: Sequence[str],
     wanted: list[tuple[str, ...]] | None,
-) -> DataFrame:
-    """``current_select`` through Spark's JDBC source: every column a string, binary ones
-    bytes. A whole read of a table with an integer key is split in ranges of it."""
+    parts: Callable[[int], int],
+) -> CopyRanges | JdbcQuery:
+    """``current_select`` for the Python workers to read (its columns ``current_table``'s):
+    a whole table with an integer key in ``parts(rows)`` ranges of it, by COPY where the
+    database has it (source/copy_read.py); anything else through Spark's JDBC source."""
     schema = catalogue.schema if dialect.has_schemas else None
     split = _split(engine, schema, table, key_names) if wanted is None else None
-    query = current_select(table, schema, key_names, wanted, split and split[0])
-    columns = ", ".join(
-        f"`{c.name}` {'BINARY' if c.xds_type == value_text.OCTET else 'STRING'}"
-        for c in table.columns
-    )
-    return read_query(spark, engine, dialect, query, columns, split)
-
-
-def current_ranges(
-    engine: sa.Engine,
-    dialect: Dialect,
-    catalogue: Catalogue,
-    table: Table,
-    key_names: Sequence[str],
-    parts: Callable[[int], int],
-) -> CopyRanges | None:
-    """The whole of ``table`` as ranges of its integer key that the Python workers read
-    themselves (source/copy_read.py), ``parts(rows)`` of them; None where the database has
-    no COPY or the key is not an integer. The columns are ``current_table``'s."""
-    schema = catalogue.schema if dialect.has_schemas else None
-    split = _split(engine, schema, table, key_names) if dialect.copy_reads else None
-    if split is None:
-        return None
-    column, low, high, rows = split
-    query = current_select(table, schema, key_names, None, column)
+    column = split and split[0]
+    query = current_select(table, schema, key_names, wanted, column)
+    if split is None or not dialect.copy_reads:
+        return jdbc_query(engine, dialect, query, _arrow_schema(table), split)
+    _, low, high, rows = split
     octets = tuple(c.name for c in table.columns if c.xds_type == value_text.OCTET)
     ranges = even_ranges(low, high, parts(rows))
     return copy_ranges(engine, query, _arrow_schema(table), column, ranges, octets)
@@ -126,7 +104,7 @@ def current_table(
     engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str], wanted: list | None
 ) -> pa.Table:
     """``current_select`` read by the driver, for a cycle of few rows: the same columns as
-    ``read_current``'s, every one a string, binary ones bytes. ``schema``: the schema the
+    ``current_read``'s, every one a string, binary ones bytes. ``schema``: the schema the
     table is in, where the database has schemas."""
     arrow = _arrow_schema(table)
     with engine.connect() as conn:
