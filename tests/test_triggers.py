@@ -244,7 +244,7 @@ def test_string_keys_round_trip_through_the_grammar(kind, flavour, sample):
 
 def _install(db: SampleDb, tables: list[str], flavour: str) -> None:
     script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", tables, flavour)
-    run_scripts(db.engine, db.dialect, [script])
+    run_scripts(db.engine, db.dialect, [script.ddl])
 
 
 # The command --------------------------------------------------------------------------
