@@ -80,6 +80,13 @@ CHANGES = [
         [("idu=3", 6, "usr", None, None, None)],
     ),
     (
+        # Announced all the same: the first non-key column, no value (docs/triggers.md).
+        "a user with no value",
+        ["INSERT INTO {usr} (idu) VALUES (4)"],
+        [("idu=4", 1, "usr", "fname", None, None)],
+        [("idu=4", 5, "usr", None, None, None)],
+    ),
+    (
         "a group",
         ["INSERT INTO {grp} (idg, gname) VALUES (7, 'staff')"],
         [("idg=7", 1, "grp", "gname", None, "staff")],
