@@ -213,7 +213,8 @@ def test_a_long_table_name_keeps_three_triggers_and_drops_the_one_postgresql_cut
         assert result.exit_code == 0, result.output
         with db.engine.connect() as conn:
             names = conn.execute(
-                sa.text("SELECT tgname FROM pg_trigger WHERE tgrelid = CAST(:t AS regclass) AND NOT tgisinternal"),
+                sa.text("SELECT tgname FROM pg_trigger WHERE tgrelid = CAST(:t AS regclass) "
+                        "AND NOT tgisinternal"),
                 {"t": table},
             ).scalars().all()
         made = [derived_name(LONG, f"_log_{op}", 63) for op in ("insert", "update", "delete")]

@@ -180,6 +180,9 @@ def _expected(*commands: str) -> list[str]:
     return [canonical(etree.fromstring(c)) for c in commands]
 
 
+CY = '<value type="string">Cy</value>'
+
+
 def test_objects_without_values_are_published_as_adds(unusual, tmp_path, spark):
     db = unusual
     db.install("field")
@@ -193,7 +196,7 @@ def test_objects_without_values_are_published_as_adds(unusual, tmp_path, spark):
         _add(PERSON, "ID=5", db.schema),
         _add(TAG, "Value=solo", db.schema),
         _add(LINE, "Order=select+user=1", db.schema),
-        _add(PERSON, "ID=6", db.schema, '<add-attr attr-name="Full Name"><value type="string">Cy</value></add-attr>'),
+        _add(PERSON, "ID=6", db.schema, f'<add-attr attr-name="Full Name">{CY}</add-attr>'),
     )
 
 
