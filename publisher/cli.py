@@ -154,10 +154,14 @@ def init_db_command(
 ) -> None:
     """Create the event log (and the sample schema); keeps what exists."""
     from publisher.source.database import connect
+    from publisher.source.identifiers import UnsafeName
     from publisher.source.init_db import init_db
 
     engine, dialect = connect(db_url, create=True)
-    names = init_db(engine, dialect, schema, log_table, sample, triggers, wake)
+    try:
+        names = init_db(engine, dialect, schema, log_table, sample, triggers, wake)
+    except UnsafeName as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"xdspub: ran {', '.join(names)} on {engine.url.render_as_string()}", err=True)
 
 
@@ -175,17 +179,20 @@ def triggers(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], 
              install: bool) -> None:
     """Write (or install) publication triggers for the schema's tables (docs/triggers.md)."""
     from publisher.source.database import connect, run_scripts
+    from publisher.source.identifiers import UnsafeName
     from publisher.source.triggers import UnknownTable, trigger_script
 
     engine, dialect = connect(db_url)
     try:
         script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour)
-    except UnknownTable as exc:
+    except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
+    for line in script.unindexed:
+        click.echo(f"xdspub: warning: {line}", err=True)
     if not install:
-        click.echo(script, nl=False)
+        click.echo(script.ddl, nl=False)
         return
-    run_scripts(engine, dialect, [script])
+    run_scripts(engine, dialect, [script.ddl])
     click.echo(f"xdspub: installed {flavour} triggers on {engine.url.render_as_string()}", err=True)
 
 

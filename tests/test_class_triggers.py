@@ -40,6 +40,10 @@ STEPS = [  # (statements, the documents' commands)
          f'<add class-name="usr"><association>{MARY}</association>'
          f'<add-attr attr-name="fname">{_s("Mary")}</add-attr></add>'],
     ),
+    (  # a user with no value: announced, an add with its association only
+        ["INSERT INTO {usr} (idu) VALUES (4)"],
+        ['<add class-name="usr"><association>idu=4,table=usr,schema=indirect</association></add>'],
+    ),
     (  # a user with two phone numbers, a manager and a membership: one add
         ["INSERT INTO {usr} (idu, fname, manager) VALUES (3, 'Ann', 2)",
          "INSERT INTO {usr_phone} (idu, phoneno) VALUES (3, '555-0101')",

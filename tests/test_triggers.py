@@ -80,6 +80,13 @@ CHANGES = [
         [("idu=3", 6, "usr", None, None, None)],
     ),
     (
+        # Announced all the same: the first non-key column, no value (docs/triggers.md).
+        "a user with no value",
+        ["INSERT INTO {usr} (idu) VALUES (4)"],
+        [("idu=4", 1, "usr", "fname", None, None)],
+        [("idu=4", 5, "usr", None, None, None)],
+    ),
+    (
         "a group",
         ["INSERT INTO {grp} (idg, gname) VALUES (7, 'staff')"],
         [("idg=7", 1, "grp", "gname", None, "staff")],
@@ -244,7 +251,7 @@ def test_string_keys_round_trip_through_the_grammar(kind, flavour, sample):
 
 def _install(db: SampleDb, tables: list[str], flavour: str) -> None:
     script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", tables, flavour)
-    run_scripts(db.engine, db.dialect, [script])
+    run_scripts(db.engine, db.dialect, [script.ddl])
 
 
 # The command --------------------------------------------------------------------------

@@ -1,57 +1,95 @@
 """One active publisher per event log (docs/delivery.md, One publisher per event log).
 
-PostgreSQL and MariaDB: a session-level lock (advisory lock, GET_LOCK) taken on a
-connection kept open for the life of the service, so it is released when the process or
-its connection dies. SQLite: an flock on a file beside the database."""
+PostgreSQL and MariaDB: a lock on the event log's lock table, which init-db makes beside
+it, held by a transaction left open on a connection kept for the life of the service, so
+that it is released when the process or its connection dies, and only a user granted
+rights on the lock table can take it. SQLite: an flock on a file beside the database."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from publisher.errors import ConfigError
 from publisher.settings import Settings
+from publisher.source.database import run_named
 from publisher.source.dialects import Dialect
+from publisher.source.identifiers import lock_table_name, quoted
 
 
-def lock_name(settings: Settings) -> str:
-    return f"xdspub:{settings.schema}.{settings.log_table}"
+@dataclass(frozen=True)
+class LockName:
+    """The event log a publisher lock guards: its schema and name."""
+
+    schema: str
+    log_table: str
+
+    def __str__(self) -> str:
+        return f"xdspub:{self.schema}.{self.log_table}"
+
+
+def lock_name(settings: Settings) -> LockName:
+    schema, _, table = settings.log_table.rpartition(".")  # the log's place, as export finds it
+    return LockName(schema or settings.schema, table)
 
 
 class PublisherLock:
-    def __init__(self, engine: sa.Engine, dialect: Dialect, name: str) -> None:
+    def __init__(self, engine: sa.Engine, dialect: Dialect, name: LockName) -> None:
         self.engine, self.dialect, self.name = engine, dialect, name
         self._connection: sa.Connection | None = None
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
-        """Take the lock if it is free; True when this process holds it."""
-        if self.dialect.lock_query is None:
+        """Take the lock if it is free; True when this process holds it. ConfigError when
+        the lock table is missing or the user may not lock it."""
+        sql = self.dialect.publisher_lock
+        if sql is None:
             return self._try_file_lock()
         self.release()
-        connection = self.engine.connect()
+        table = self._lock_table()
+        connection = self.engine.connect().execution_options(isolation_level="READ COMMITTED")
         try:
-            taken = connection.execute(sa.text(self.dialect.lock_query), {"name": self.name}).scalar()
-            connection.commit()
-        except sa.exc.DBAPIError:
-            connection.close()
+            connection.exec_driver_sql(sql.prepare)
+            taken = run_named(connection, sql.take.format(table=table))
+            if taken.returns_rows and taken.first() is None:
+                raise ConfigError(f"the lock table {table} has no row: run `xdspub init-db` again")
+        except sa.exc.DBAPIError as exc:
+            _discard(connection)
+            code = sql.error_code(exc.orig)
+            if code == sql.busy:
+                return False
+            if code == sql.missing:
+                raise ConfigError(
+                    f"the event log has no lock table {table} (made by an earlier xdspub): run "
+                    "`xdspub init-db` with the same --schema and --log-table again, which adds it "
+                    "and keeps the data (docs/delivery.md, One publisher per event log)"
+                ) from None
+            if code == sql.denied:
+                raise ConfigError(
+                    f"the database user may not take the publisher lock: it needs {sql.privilege} "
+                    f"on {table} (docs/triggers.md, Grants)"
+                ) from None
             raise
-        if taken:
-            self._connection = connection
-            return True
-        connection.close()
-        return False
+        except ConfigError:
+            _discard(connection)
+            raise
+        self._connection = connection  # its transaction stays open: it holds the lock
+        return True
 
     def held(self) -> bool:
-        """Whether the lock is still ours: its session must still be alive."""
-        if self.dialect.lock_query is None:
+        """Whether the lock is still ours: its session must still be alive. The lock's
+        transaction is left open."""
+        if self.dialect.publisher_lock is None:
             return self._fd is not None
         if self._connection is None:
             return False
         try:
-            self._connection.execute(sa.text("SELECT 1")).scalar()
-            self._connection.commit()
+            self._connection.exec_driver_sql("SELECT 1").scalar()
             return True
         except sa.exc.DBAPIError:
             self.release()
@@ -60,18 +98,32 @@ class PublisherLock:
     def release(self) -> None:
         if self._connection is not None:
             try:
-                self._connection.invalidate()  # closing the session frees the lock
+                _discard(self._connection)  # closing the session frees the lock
             finally:
                 self._connection = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
+    def _lock_table(self) -> str:
+        name = quoted(self.engine, "lock table", lock_table_name(self.dialect, self.name.log_table))
+        return f"{quoted(self.engine, 'schema', self.name.schema)}.{name}"
+
     def _try_file_lock(self) -> bool:
         if self._fd is not None:
             return True
         path = f"{self.engine.url.database}.xdspub-lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            # Never through a link planted in the database's folder, and not inherited by
+            # the processes the publisher starts.
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(f"the lock file {path} is a symbolic link: remove it") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ConfigError(f"the lock file {path} is not a regular file: remove it")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -79,3 +131,9 @@ class PublisherLock:
             return False
         self._fd = fd
         return True
+
+
+def _discard(connection: sa.Connection) -> None:
+    """Close the connection's session, not return it to the pool."""
+    connection.invalidate()
+    connection.close()

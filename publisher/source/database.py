@@ -59,6 +59,21 @@ def shown_url(url: str) -> str:
         return re.sub(r"^(.*?//)?.*@", lambda m: f"{m.group(1) or ''}***@", url)
 
 
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def filled(template: str, values: dict[str, str]) -> str:
+    """A script of sql/ with each ``{{name}}`` replaced by ``values[name]``, in one pass, so
+    that a value holding a placeholder's text is never filled in again."""
+    return _PLACEHOLDER.sub(lambda match: values[match[1]], template)
+
+
+def run_named(connection: sa.Connection, statement: str) -> sa.CursorResult:
+    """A statement that holds quoted names and no parameters, sent as written: no ``:`` or
+    ``%`` in a name is taken for a parameter."""
+    return connection.exec_driver_sql(statement, execution_options={"no_parameters": True})
+
+
 def run_scripts(engine: sa.Engine, dialect: Dialect, scripts: list[str]) -> None:
     """Run multi-statement SQL scripts on one connection, then commit."""
     with engine.connect() as conn:

@@ -25,6 +25,27 @@ class EarlyStatusSql:
 
 
 @dataclass(frozen=True)
+class PublisherLockSql:
+    """The publisher lock (delivery/lock.py; docs/delivery.md, One publisher per event log):
+    a lock on the event log's lock table (init-db makes it, sql/<dialect>/event_log.sql),
+    taken in a READ COMMITTED transaction left open on a connection of its own. ``{table}``
+    stands for the lock table's quoted, qualified name."""
+
+    prepare: str  # readies that transaction: no idle timeout may end it
+    take: str  # takes the lock at once (returning its row, where it returns rows) or fails
+    privilege: str  # what the publisher's user needs on the lock table to take it
+    error_code: Callable[[BaseException], object]  # the code of a DBAPI error
+    busy: object  # take's error code when another session holds the lock
+    missing: object  # ... when the lock table does not exist
+    denied: object  # ... when the user lacks the privilege
+    # init-db gives the lock table the event log's owner: SQL giving the log's owner
+    # (:log) when it is not the lock table's (:lock), both quoted names, and the statement
+    # that gives it ({table}, {owner}); None where tables have no owners.
+    other_owner: str | None = None
+    give_owner: str | None = None
+
+
+@dataclass(frozen=True)
 class Dialect:
     name: str  # SQLAlchemy backend name
     jdbc_url: str  # format string over the parts of the SQLAlchemy URL
@@ -45,10 +66,12 @@ class Dialect:
     first_characters: Callable[[sa.ColumnElement, int], sa.ColumnElement]
     # Runs a script of several statements (the files under sql/) on a DBAPI connection.
     run_script: Callable[[Any, str], None]
-    # One publisher per event log: SQL that tries to take a lock named :name for the life
-    # of its session and returns a true value when it did; None: a lock file beside the
-    # database (SQLite).
-    lock_query: str | None = None
+    # The longest name the database takes, in bytes of UTF-8 (MariaDB counts 64
+    # characters, never fewer than 64 bytes); None: no limit that matters. A longer name
+    # xdspub derives is shortened (source/identifiers.py).
+    identifier_bytes: int | None = None
+    # One publisher per event log; None: a lock file beside the database (SQLite).
+    publisher_lock: PublisherLockSql | None = None
     # Prepares each new DBAPI connection (SQLite: the base64 function its triggers call, and
     # foreign keys enforced).
     on_connect: Callable[[Any], None] | None = None
@@ -64,8 +87,8 @@ class Dialect:
     # locks, no lock on the whole database). None: statuses are written at the end.
     early_statuses: EarlyStatusSql | None = None
     # SQL giving the channel on which the event log (:schema, None for the session's own,
-    # and :table) announces logged rows, when it has the wake-up trigger of sql/<dialect>/
-    # wake.sql; None: the database has none, and the service only polls.
+    # and :table) announces logged rows, when it has the wake-up trigger (WAKE_TRIGGER) of
+    # sql/<dialect>/wake.sql; None: the database has none, and the service only polls.
     wake_channel_query: str | None = None
 
     def jdbc(self, url: URL) -> str:
@@ -80,6 +103,12 @@ class Dialect:
             port=url.port or self.default_port or "",
             database=database,
         )
+
+
+# The name of the event log's wake-up trigger: a trigger's name need only be unique on its
+# table, so one name serves every event log, and the lookup (wake_channel_query) and
+# init-db (sql/postgresql/wake.sql) cannot disagree.
+WAKE_TRIGGER = "xdspub_wake"
 
 
 def _substr(column: sa.ColumnElement, n: int) -> sa.ColumnElement:
@@ -149,7 +178,26 @@ POSTGRESQL = Dialect(
     now=lambda: sa.literal_column("(clock_timestamp() AT TIME ZONE 'utc')"),
     first_characters=_substr,
     run_script=lambda connection, script: connection.execute(script),
-    lock_query="SELECT pg_try_advisory_lock(hashtext(:name))",
+    identifier_bytes=63,  # NAMEDATALEN - 1: PostgreSQL cuts a longer name
+    publisher_lock=PublisherLockSql(
+        # A lock on a view: a view has no storage, so a lock held for the life of the
+        # service keeps no VACUUM waiting, not even one against transaction ID wraparound.
+        # The transaction takes no transaction ID and, READ COMMITTED, holds no snapshot
+        # between statements: it holds back no vacuum elsewhere either.
+        prepare="SET LOCAL idle_in_transaction_session_timeout = 0",
+        take="LOCK TABLE {table} IN EXCLUSIVE MODE NOWAIT",
+        privilege="UPDATE",
+        error_code=lambda error: getattr(error, "sqlstate", None),
+        busy="55P03",  # lock_not_available
+        missing="42P01",  # undefined_table
+        denied="42501",  # insufficient_privilege
+        other_owner=(
+            "SELECT pg_get_userbyid(event_log.relowner) FROM pg_class event_log, pg_class lock_table"
+            " WHERE event_log.oid = CAST(:log AS regclass) AND lock_table.oid = CAST(:lock AS regclass)"
+            " AND event_log.relowner <> lock_table.relowner"
+        ),
+        give_owner="ALTER VIEW {table} OWNER TO {owner}",
+    ),
     copy_reads=True,
     early_statuses=EarlyStatusSql(
         # A server's idle-in-transaction timeout would end the session mid-cycle.
@@ -159,7 +207,7 @@ POSTGRESQL = Dialect(
     wake_channel_query=(
         "SELECT 'xdspub_' || c.oid FROM pg_class c"
         " JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = c.relname || '_wake'"
+        f" JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '{WAKE_TRIGGER}'"
         " WHERE c.relname = :table AND n.nspname = coalesce(:schema, current_schema())"
     ),
 )
@@ -182,7 +230,21 @@ MARIADB = Dialect(
     now=lambda: sa.func.utc_timestamp(6),
     first_characters=_substr,
     run_script=_run_each_result,
-    lock_query="SELECT GET_LOCK(:name, 0)",
+    identifier_bytes=64,
+    publisher_lock=PublisherLockSql(
+        # A row lock of InnoDB: a transaction that has only locked a row (READ COMMITTED:
+        # no read view between statements) holds back no purge.
+        prepare=(
+            "SET SESSION idle_transaction_timeout = 0, idle_readonly_transaction_timeout = 0,"
+            " idle_write_transaction_timeout = 0"
+        ),
+        take="SELECT id FROM {table} WHERE id = 1 FOR UPDATE NOWAIT",
+        privilege="SELECT",  # all a locking read needs on MariaDB
+        error_code=lambda error: error.args[0] if error.args else None,
+        busy=1205,  # ER_LOCK_WAIT_TIMEOUT, which NOWAIT gives at once
+        missing=1146,  # ER_NO_SUCH_TABLE
+        denied=1142,  # ER_TABLEACCESS_DENIED_ERROR
+    ),
     connect_args={"client_flag": 1 << 16},  # CLIENT.MULTI_STATEMENTS, for init-db scripts
 )
 

@@ -13,7 +13,7 @@ TriggerSql of SQL fragments, and the trigger skeleton sql/<database>/trigger.sql
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -24,8 +24,10 @@ from publisher.errors import ConfigError
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, MultiValued, Table
 from publisher.settings import Settings
+from publisher.source.database import filled
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log
+from publisher.source.identifiers import checked, derived_name, sql_quote
 from publisher.source.schema import reflect_catalogue
 
 FLAVOURS = ("field", "query-back")
@@ -52,6 +54,9 @@ class TriggerSql:
     from_dual: str  # what a SELECT that has a WHERE and no table needs
     literal_escapes: tuple[tuple[str, str], ...]  # characters escaped in a string literal
     drop: str  # removes trigger {name} (schema-qualified: {qualified}) of {table}
+    # The database cuts a name longer than its limit instead of refusing it: an earlier
+    # xdspub's triggers of a long table name may exist under the cut name, to be dropped.
+    cuts_long_names: bool = False
 
     def join(self, *parts: str) -> str:
         before, between, after = self.concat
@@ -102,6 +107,7 @@ POSTGRESQL = TriggerSql(
     from_dual="",
     literal_escapes=(("'", "''"),),
     drop="DROP TRIGGER IF EXISTS {name} ON {table};\nDROP FUNCTION IF EXISTS {qualified}();",
+    cuts_long_names=True,
 )
 
 MARIADB = TriggerSql(
@@ -151,6 +157,14 @@ class _Trigger:
     link: tuple[str, ...] | None = None  # a child table's columns holding the owner's key
 
 
+@dataclass(frozen=True)
+class TriggerScript:
+    ddl: str
+    # One line for each foreign key of the tables without an index that leads with its
+    # columns: every delete (or key change) of a referenced row scans the table for it.
+    unindexed: list[str]
+
+
 def trigger_script(
     engine: sa.Engine,
     dialect: Dialect,
@@ -158,15 +172,17 @@ def trigger_script(
     log_table: str,
     tables: Sequence[str] | None,
     flavour: str,
-) -> str:
+) -> TriggerScript:
     """The DDL of the publication triggers of ``tables`` (None: every table that is a class
-    or a child table), in ``flavour``."""
+    or a child table), in ``flavour``. UnsafeName for a name holding a control character."""
     if flavour not in FLAVOURS:
         raise ConfigError(f"unknown trigger flavour {flavour!r} (field or query-back)")
+    checked("--schema", schema)
     catalogue = reflect_catalogue(engine, dialect, schema, log_table)
     log = open_event_log(engine, dialect, Settings(None, schema=schema, log_table=log_table))
     db_schema = schema if dialect.has_schemas else None
-    views = set(sa.inspect(engine).get_view_names(schema=db_schema))
+    inspector = sa.inspect(engine)
+    views = set(inspector.get_view_names(schema=db_schema))
     writer = _Writer(engine, dialect, catalogue, db_schema, log, flavour)
     names = _chosen(catalogue, views, tables)
     header = (
@@ -176,7 +192,7 @@ def trigger_script(
     scripts = [header]
     for name in names:
         scripts += [writer.ddl(trigger) for trigger in writer.triggers(name)]
-    return "\n".join(scripts)
+    return TriggerScript("\n".join(scripts), _unindexed(inspector, db_schema, names, writer.quote))
 
 
 def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None) -> list[str]:
@@ -202,6 +218,29 @@ def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None)
     return list(dict.fromkeys(tables))
 
 
+def _unindexed(
+    inspector: sa.Inspector, db_schema: str | None, tables: Sequence[str], quote: Callable[[str], str]
+) -> list[str]:
+    """The foreign keys of ``tables`` that no index (primary key and unique constraints
+    included) leads with."""
+    found = []
+    for table in tables:
+        leads = [inspector.get_pk_constraint(table, schema=db_schema)["constrained_columns"]]
+        leads += [i["column_names"] for i in inspector.get_indexes(table, schema=db_schema)]
+        leads += [u["column_names"] for u in inspector.get_unique_constraints(table, schema=db_schema)]
+        for fk in inspector.get_foreign_keys(table, schema=db_schema):
+            columns = fk["constrained_columns"]
+            if any(set(lead[: len(columns)]) == set(columns) for lead in leads):
+                continue
+            shown = ", ".join(map(quote, columns))
+            found.append(
+                f"table {quote(table)}: no index leads with its reference column(s) {shown} (to "
+                f"{quote(fk['referred_table'])}), so each delete or key change there reads the whole "
+                f"of {quote(table)}; CREATE INDEX ... ON {quote(table)} ({shown})"
+            )
+    return found
+
+
 class _Writer:
     """The triggers of one schema, flavour and database."""
 
@@ -216,9 +255,13 @@ class _Writer:
     ) -> None:
         self.sql = TRIGGER_SQL[dialect.sql_dir]
         self.skeleton = (resources.files("sql") / dialect.sql_dir / "trigger.sql").read_text("utf-8")
-        self.quote = engine.dialect.identifier_preparer.quote
+        self.quote = sql_quote(engine)
+        self.name_limit = dialect.identifier_bytes
         self.catalogue, self.db_schema, self.flavour = catalogue, db_schema, flavour
         log_schema = log.table.schema if dialect.has_schemas else None
+        checked("event log", log.table.name)
+        for role in _WRITTEN:
+            checked(f"event log {log.table.name!r}, column", log.by_role[role])
         self.log_table = self.qualified(log.table.name, log_schema)
         self.log_columns = ", ".join(self.quote(log.by_role[c]) for c in _WRITTEN)
 
@@ -231,9 +274,15 @@ class _Writer:
     def triggers(self, name: str) -> list[_Trigger]:
         parent = self.catalogue.child_tables.get(name)
         if parent is None:
-            return self._parent(self.catalogue.tables[name])
+            table = self.catalogue.tables[name]
+            _check_names(name, [c.name for c in table.columns])
+            return self._parent(table)
         table = self.catalogue.tables[parent]
-        return self._child(name, table, [m for m in table.multi_valued if m.child_table == name])
+        attributes = [m for m in table.multi_valued if m.child_table == name]
+        _check_names(parent, table.key_columns)
+        for m in attributes:
+            _check_names(name, [*m.link, m.column.name])
+        return self._child(name, table, attributes)
 
     def _parent(self, table: Table) -> list[_Trigger]:
         values = [c for c in table.columns if c.name not in table.key_columns]
@@ -245,20 +294,27 @@ class _Writer:
                 _Event("NEW", 1, c.name, None, self._value(c, "NEW"), (self._not_null(c),))
                 for c in values
             )
+            # A row with no value to log is still announced (docs/triggers.md, field).
+            announced = values[0].name if values else table.key_columns[0]
+            inserted += (_Event("NEW", 1, announced, when=tuple(self._null(c) for c in values)),)
             updated = rekey + tuple(
                 _Event("NEW", 2, c.name, self._value(c, "OLD"), self._value(c, "NEW"),
                        (self._kept(pairs), self._changed(c)))
                 for c in values
             )
-            said = ("type 1 for each non-NULL column", "type 2 for each changed column; a new key: 4, then 5")
+            said = (
+                "type 1 for each non-NULL column; none: one type 1 with no value",
+                "type 2 for each changed column; a new key: 4, then 5",
+            )
         else:
             inserted = (_Event("NEW", 5),)
             updated = rekey + (_Event("NEW", 6, when=(self._kept(pairs),)),)
             said = ("type 5", "type 6; a new key: 4, then 5")
+        shown = self.quote(table.name)
         return [
-            _Trigger(table.name, "INSERT", f"{table.name}, inserted rows: {said[0]}", inserted, table),
-            _Trigger(table.name, "UPDATE", f"{table.name}, updated rows: {said[1]}", updated, table),
-            _Trigger(table.name, "DELETE", f"{table.name}, deleted rows: type 4", (_Event("OLD", 4),), table),
+            _Trigger(table.name, "INSERT", f"{shown}, inserted rows: {said[0]}", inserted, table),
+            _Trigger(table.name, "UPDATE", f"{shown}, updated rows: {said[1]}", updated, table),
+            _Trigger(table.name, "DELETE", f"{shown}, deleted rows: type 4", (_Event("OLD", 4),), table),
         ]
 
     def _child(self, name: str, parent: Table, attributes: list[MultiValued]) -> list[_Trigger]:
@@ -301,7 +357,8 @@ class _Writer:
                 + each("NEW", 8, moved, new_parent)
             )
             said = ("type 8", "type 8 for each parent", "type 8")
-        whose = f"{name}, values of {parent.name}'s attributes, logged while their {parent.name} row exists"
+        child, owner = self.quote(name), self.quote(parent.name)
+        whose = f"{child}, values of {owner}'s attributes, logged while their {owner} row exists"
         return [
             _Trigger(name, "INSERT", f"{whose}; inserted rows: {said[0]}", inserted, parent, link),
             _Trigger(name, "UPDATE", f"{whose}; updated rows: {said[1]}", updated, parent, link),
@@ -318,6 +375,9 @@ class _Writer:
 
     def _not_null(self, column: Column) -> str:
         return f"{self._col('NEW', column.name)} IS NOT NULL"
+
+    def _null(self, column: Column) -> str:
+        return f"{self._col('NEW', column.name)} IS NULL"
 
     def _changed(self, column: Column) -> str:
         """The column's logged value changed."""
@@ -362,23 +422,30 @@ class _Writer:
     # -- DDL
 
     def ddl(self, trigger: _Trigger) -> str:
-        name = f"{trigger.table}_log_{trigger.operation.lower()}"
-        fields = {
-            "name": self.quote(name),
-            "qualified": self.qualified(name),
-            "table": self.qualified(trigger.table),
-        }
+        suffix = f"_log_{trigger.operation.lower()}"
+        name = derived_name(trigger.table, suffix, self.name_limit)
+        fields = self._names(name, trigger.table)
+        script = ""
+        if name != trigger.table + suffix and self.sql.cuts_long_names:
+            # What an earlier xdspub made under the name the database cut.
+            script = self.sql.drop.format(**self._names(trigger.table + suffix, trigger.table)) + "\n"
         if not trigger.events:
-            return f"-- {trigger.comment}; no column to log, so no trigger\n" + self.sql.drop.format(**fields) + "\n"
-        text = self.skeleton
-        for placeholder, value in {
-            **fields,
-            "event": trigger.operation,
-            "comment": trigger.comment,
-            "statement": self._statement(trigger),
-        }.items():
-            text = text.replace("{{" + placeholder + "}}", value)
-        return text
+            none = f"-- {trigger.comment}; no column to log, so no trigger\n"
+            return script + none + self.sql.drop.format(**fields) + "\n"
+        statement = self._statement(trigger)
+        return script + filled(
+            self.skeleton,
+            {
+                **fields,
+                "event": trigger.operation,
+                "comment": trigger.comment,
+                "statement": statement,
+                "body_quote": _dollar_quote(statement),
+            },
+        )
+
+    def _names(self, name: str, table: str) -> dict[str, str]:
+        return {"name": self.quote(name), "qualified": self.qualified(name), "table": self.qualified(table)}
 
     def _statement(self, trigger: _Trigger) -> str:
         keys = {side: self._key(trigger.owner, side, trigger.link) for side in ("OLD", "NEW")}
@@ -416,3 +483,18 @@ def _check_key_name(table: str, column: str) -> None:
         f"table {table}: key column {column!r} cannot be written in a table_key "
         "(its name holds a blank or one of , ; ' + \" = \\ < >)"
     )
+
+
+def _check_names(table: str, columns: Sequence[str]) -> None:
+    """UnsafeName for a table or column name that holds a control character."""
+    checked("table", table)
+    for column in columns:
+        checked(f"table {table!r}, column", column)
+
+
+def _dollar_quote(body: str) -> str:
+    """A PostgreSQL dollar quote that ``body`` does not hold, which may hold any name."""
+    tag = "$fn$"
+    while tag in body:
+        tag = f"${tag.strip('$')}_$"
+    return tag

@@ -1,7 +1,8 @@
 -- The event log table (docs/event-log.md). Columns are read by position; their
--- names may be changed, their order may not. {{schema}} (a MariaDB database) and
--- {{log_table}} are filled in by `xdspub init-db`. event_time is UTC. The binary
--- collation keeps status comparisons case-sensitive, as the documents require.
+-- names may be changed, their order may not. `xdspub init-db` fills in the schema (a
+-- MariaDB database), the event log's name and the names derived from it, each one quoted.
+-- event_time is UTC. The binary collation keeps status comparisons case-sensitive, as
+-- the documents require.
 CREATE DATABASE IF NOT EXISTS {{schema}};
 
 CREATE TABLE IF NOT EXISTS {{schema}}.{{log_table}} (
@@ -16,6 +17,13 @@ CREATE TABLE IF NOT EXISTS {{schema}}.{{log_table}} (
     old_value   LONGTEXT,
     new_value   LONGTEXT,
     -- MariaDB has no partial indexes: status leads, so the pending rows are one range.
-    KEY {{log_table}}_pending (status, record_id),
-    KEY {{log_table}}_pending_time (status, event_time, record_id)
+    KEY {{pending_index}} (status, record_id),
+    KEY {{pending_time_index}} (status, event_time, record_id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- The publisher lock (docs/delivery.md, One publisher per event log): a publisher holds
+-- a lock on this row (SELECT ... FOR UPDATE), which needs SELECT on the table.
+CREATE TABLE IF NOT EXISTS {{schema}}.{{lock_table}} (
+    id TINYINT NOT NULL PRIMARY KEY
+) ENGINE = InnoDB;
+INSERT IGNORE INTO {{schema}}.{{lock_table}} (id) VALUES (1);

@@ -1,6 +1,6 @@
 -- The event log table (docs/event-log.md). Columns are read by position; their
--- names may be changed, their order may not. {{schema}} and {{log_table}} are filled in
--- by `xdspub init-db`. event_time is UTC.
+-- names may be changed, their order may not. `xdspub init-db` fills in the schema, the
+-- event log's name and the names derived from it, each one quoted. event_time is UTC.
 CREATE SCHEMA IF NOT EXISTS {{schema}};
 
 CREATE TABLE IF NOT EXISTS {{schema}}.{{log_table}} (
@@ -18,7 +18,13 @@ CREATE TABLE IF NOT EXISTS {{schema}}.{{log_table}} (
 
 -- Pending rows by record_id, and by event_time for future-event processing: partial
 -- indexes stay as small as the backlog.
-CREATE INDEX IF NOT EXISTS {{log_table}}_pending
+CREATE INDEX IF NOT EXISTS {{pending_index}}
     ON {{schema}}.{{log_table}} (record_id) WHERE status = 'N';
-CREATE INDEX IF NOT EXISTS {{log_table}}_pending_time
+CREATE INDEX IF NOT EXISTS {{pending_time_index}}
     ON {{schema}}.{{log_table}} (event_time, record_id) WHERE status = 'N';
+
+-- The publisher lock (docs/delivery.md, One publisher per event log): a publisher holds
+-- LOCK TABLE ... IN EXCLUSIVE MODE on this view, which needs UPDATE on it. A view has no
+-- storage, so the lock keeps no VACUUM waiting. init-db gives it the event log's owner.
+CREATE OR REPLACE VIEW {{schema}}.{{lock_table}} AS SELECT 1 AS held;
+REVOKE ALL ON {{schema}}.{{lock_table}} FROM PUBLIC;

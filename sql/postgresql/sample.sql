@@ -10,6 +10,9 @@ CREATE TABLE IF NOT EXISTS {{schema}}.usr (
     manager INTEGER,
     FOREIGN KEY (manager) REFERENCES {{schema}}.usr (idu)
 );
+-- Every reference column is indexed: a delete of a usr or grp looks up the rows that
+-- name it.
+CREATE INDEX IF NOT EXISTS usr_manager ON {{schema}}.usr (manager);
 
 CREATE TABLE IF NOT EXISTS {{schema}}.grp (
     idg   INTEGER NOT NULL PRIMARY KEY,

@@ -2,8 +2,9 @@
 -- Wake-up trigger): a waiting `xdspub poll` starts a cycle as soon as rows are logged. One
 -- notification a transaction, on the channel xdspub_<the event log's oid>, sent when the
 -- transaction commits; the transaction-local setting spares a trigger that logs one row
--- at a time a notification each time.
-CREATE OR REPLACE FUNCTION {{schema}}.{{log_table}}_wake() RETURNS trigger
+-- at a time a notification each time. The trigger dropped is the one an earlier init-db
+-- made, named after the event log.
+CREATE OR REPLACE FUNCTION {{schema}}.{{wake_function}}() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
     IF current_setting('xdspub.woken_' || TG_RELID, true) IS DISTINCT FROM 'y' THEN
@@ -13,5 +14,6 @@ BEGIN
     RETURN NULL;
 END
 $fn$;
-CREATE OR REPLACE TRIGGER {{log_table}}_wake AFTER INSERT ON {{schema}}.{{log_table}}
-    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.{{log_table}}_wake();
+DROP TRIGGER IF EXISTS {{earlier_wake_trigger}} ON {{schema}}.{{log_table}};
+CREATE OR REPLACE TRIGGER {{wake_trigger}} AFTER INSERT ON {{schema}}.{{log_table}}
+    FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.{{wake_function}}();

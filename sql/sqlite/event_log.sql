@@ -1,5 +1,6 @@
 -- The event log table (docs/event-log.md). Columns are read by position; their
--- names may be changed, their order may not. {{log_table}} is filled in by `xdspub init-db`.
+-- names may be changed, their order may not. `xdspub init-db` fills in the event
+-- log's name and the names derived from it, each one quoted.
 CREATE TABLE IF NOT EXISTS {{log_table}} (
     record_id   INTEGER PRIMARY KEY AUTOINCREMENT,  -- positive, ascending, never reused
     table_key   VARCHAR(1024),
@@ -15,7 +16,7 @@ CREATE TABLE IF NOT EXISTS {{log_table}} (
 
 -- Pending rows by record_id, and by event_time for future-event processing: partial
 -- indexes stay as small as the backlog.
-CREATE INDEX IF NOT EXISTS {{log_table}}_pending
+CREATE INDEX IF NOT EXISTS {{pending_index}}
     ON {{log_table}} (record_id) WHERE status = 'N';
-CREATE INDEX IF NOT EXISTS {{log_table}}_pending_time
+CREATE INDEX IF NOT EXISTS {{pending_time_index}}
     ON {{log_table}} (event_time, record_id) WHERE status = 'N';

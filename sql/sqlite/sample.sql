@@ -11,6 +11,9 @@ CREATE TABLE IF NOT EXISTS usr (
     manager INTEGER,
     FOREIGN KEY (manager) REFERENCES usr (idu)
 );
+-- Every reference column is indexed: a delete of a usr or grp looks up the rows that
+-- name it.
+CREATE INDEX IF NOT EXISTS usr_manager ON usr (manager);
 
 CREATE TABLE IF NOT EXISTS grp (
     idg   INTEGER NOT NULL PRIMARY KEY,
