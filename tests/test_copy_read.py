@@ -127,12 +127,12 @@ def test_ranges_without_rows_and_rows_longer_than_a_block(pg_log):
 
 def test_ranges_of_a_key_named_in_mixed_case_or_a_reserved_word(pg_log):
     """The key column is the user's name: quoted in the COPY's range condition."""
-    for table, key in (("Acct", "AcctID"), ("order", "user")):
+    for table, key in (("Acct", "AcctID"), ("order", "user"), ("pct", "100%")):
         name = f'{pg_log.schema}."{table}"'
         pg_log.execute(f'CREATE TABLE {name} ("{key}" INTEGER PRIMARY KEY, "Label" VARCHAR(9))')
         pg_log.execute(f'INSERT INTO {name} SELECT g, \'n\' || g FROM generate_series(1, 9) g')
     catalogue = reflect_catalogue(pg_log.engine, pg_log.dialect, pg_log.schema, "indirect_process", 1)
-    for table in ("Acct", "order"):
+    for table in ("Acct", "order", "pct"):
         part = catalogue.tables[table]
         ranges = current_read(pg_log.engine, pg_log.dialect, catalogue, part, part.key_columns, None, lambda rows: 2)
         read = pa.Table.from_batches([b for index in range(2) for b in ranges.read(index)])

@@ -14,6 +14,7 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
 from publisher.source.database import libpq_conninfo
+from publisher.source.identifiers import sql_quote
 from publisher.source.jdbc import jdbc_sql
 
 BLOCK_BYTES = 1 << 20  # rows parsed together, at least: a batch is about this big
@@ -106,7 +107,7 @@ def copy_ranges(
     """``query`` read in ``ranges`` (inclusive) of its integer ``column``; ``hex_columns``
     are binary."""
     sql = jdbc_sql(query, engine)
-    quoted = engine.dialect.identifier_preparer.quote(column)  # the user's name: "AcctID", user
+    quoted = sql_quote(engine)(column)  # the user's name: "AcctID", user, "100%"
     statements = tuple(
         f"COPY (SELECT * FROM ({sql}) AS ranged WHERE {quoted} BETWEEN {int(low)} AND {int(high)}) "
         "TO STDOUT WITH (FORMAT csv)"
