@@ -142,7 +142,7 @@ def test_null_or_absent_key_is_an_error_naming_column_and_image(
         events(change)
     assert (info.value.column, info.value.image, info.value.absent) == ("k", image, absent)
     assert str(info.value) == (
-        "key column k is not a column of t" if absent else "key column k of t is NULL"
+        "key column 'k' is not a column of 't'" if absent else "key column 'k' of 't' is NULL"
     )
 
 
@@ -153,9 +153,9 @@ def test_unnumbered_events_keep_the_order_given() -> None:
 
 
 def test_an_image_the_operation_needs_is_required() -> None:
-    with pytest.raises(ValueError, match="delete of t needs its before image"):
+    with pytest.raises(ValueError, match="delete of 't' needs its before image"):
         RowChange("t", ("k",), Operation.DELETE, after={"k": "1"})
-    with pytest.raises(ValueError, match="update of t needs its after image"):
+    with pytest.raises(ValueError, match="update of 't' needs its after image"):
         RowChange("t", ("k",), Operation.UPDATE, before={"k": "1"})
 
 

@@ -18,6 +18,7 @@ from publisher.source.cdc.gbase8s import (
     CdcStreamError,
     RecordDecoder,
     RecordTransactions,
+    TableLayout,
     read_changes,
 )
 
@@ -289,13 +290,68 @@ def test_tabschema_column_list_that_cannot_be_parsed() -> None:
         read_all(not_ended, T2_TABLES, T2_KEYS)
 
 
+# 50 KB of blanks: the regular expression this reader used backtracked in time cubic in
+# their length (2,000 blanks took 42 s; this many, days). Parsed by hand, it is linear.
+BLANKS = " " * 50_000
+
+
+@pytest.mark.parametrize(
+    ("columns", "parsed"),
+    [
+        (f"k{BLANKS}integer{BLANKS}not{BLANKS}null{BLANKS}", ("k", 4)),
+        (f"{BLANKS}k integer,{BLANKS}v{BLANKS}char{BLANKS}({BLANKS}3{BLANKS}){BLANKS}",
+         ("v", 3)),
+        (f"k integer{BLANKS}!", None),
+        (f"k a{BLANKS}x!", None),
+        (f"k integer{BLANKS}not{BLANKS}null{BLANKS}!", None),
+        (f"k char({BLANKS}3{BLANKS},{BLANKS}", None),
+    ],
+    ids=["type-not-null", "char-size", "mark-after", "type-words", "not-null-then", "open-size"],
+)
+def test_tabschema_with_long_runs_of_blanks(columns: str, parsed: tuple | None) -> None:
+    count = columns.count(",") + 1
+    data = tabschema(7, columns, 4 + (parsed[1] if parsed and parsed[0] == "v" else 0), count, 0)
+    decoder = RecordDecoder()
+    layout = TableLayout.from_record(decoder.feed(data)[0]) if parsed else None
+    if parsed is None:
+        with pytest.raises(CdcStreamError, match=r"cannot parse TABSCHEMA column .*\.\.\. "
+                           r"\(\d+ characters\) \(record at byte 0\)"):
+            TableLayout.from_record(decoder.feed(data)[0])
+    else:
+        assert (layout.columns[-1].name, layout.columns[-1].size) == parsed
+
+
+@pytest.mark.parametrize(
+    ("columns", "pattern"),
+    [
+        ("k integer, v\x01 char(3)",
+         r"TABSCHEMA column name 'v\\x01' has a character XML 1.0 cannot carry at position 2"),
+        ("k integer, v\ufffe char(3)", r"column name 'v\\ufffe' has a character XML"),
+        ("k integer, v char(" + "9" * 5000 + ")", r"cannot parse TABSCHEMA column 'v char\(999"),
+        ("k integer, v char(3,4,5)", r"cannot parse TABSCHEMA column 'v char\(3,4,5\)'"),
+    ],
+    ids=["control", "fffe", "5000-digits", "three-sizes"],
+)
+def test_tabschema_names_and_sizes_that_cannot_be(columns: str, pattern: str) -> None:
+    bad = T2 + tabschema(8, columns, 7, 2, 0)
+    with pytest.raises(CdcStreamError, match=pattern + rf".*\(record at byte {len(T2)}\)"):
+        read_all(bad, T2_TABLES, T2_KEYS)
+
+
+def test_tabschema_negative_counts() -> None:
+    bad = tabschema(7, "k integer, v varchar(20,0)", 4, -1, 3)
+    with pytest.raises(CdcStreamError, match="4 fixed bytes, -1 fixed- and 3 variable-length "
+                       r"columns: none may be negative \(record at byte 0\)"):
+        read_all(bad, T2_TABLES, T2_KEYS)
+
+
 def test_unsupported_type_names_the_column() -> None:
     data = (
         tabschema(7, "k integer, amount decimal(16,2)", 13, 2, 0)
         + begin(1, 5)
         + row(40, 2, 5, 7, int32(1) + bytes(9), [])
     )
-    unsupported = r"amount of type decimal\(16,2\) is not supported yet"
+    unsupported = r"'amount' of type 'decimal\(16,2\)' is not supported yet"
     with pytest.raises(CdcStreamError, match=unsupported):
         read_all(data, T2_TABLES, T2_KEYS)
 
@@ -303,7 +359,7 @@ def test_unsupported_type_names_the_column() -> None:
 def test_null_key_is_an_error() -> None:
     data = T2 + begin(1, 5) + t2_row(40, 2, 5, {"k": None, "i": 1, "s": 1, "d": None, "v": ""})
     at = len(T2) + len(begin(1, 5))
-    with pytest.raises(CdcStreamError, match=f"key column k of t2 is NULL.*byte {at}"):
+    with pytest.raises(CdcStreamError, match=f"key column 'k' of 't2' is NULL.*byte {at}"):
         read_all(data, T2_TABLES, T2_KEYS)
 
 
@@ -414,6 +470,34 @@ def test_update_before_image_without_after_image() -> None:
     at = len(T2) + len(begin(1, 10))
     with pytest.raises(CdcStreamError, match=f"UPDBEF is not followed by its UPDAFT.*byte {at}"):
         read_all(data, T2_TABLES, T2_KEYS)
+
+
+ROW_SIZE = len(t2_row(40, 3, 10, t2_values(1, "a")))  # the same for every one-letter v
+BEGIN_SIZE = len(begin(1, 10))
+
+
+def test_open_transactions_hold_a_bounded_size() -> None:
+    """Room for two BEGINTX and three rows: the fourth row held refuses the stream, naming
+    its transaction and byte; a commit, a rollback and a DISCARD free what they drop."""
+    room = 2 * BEGIN_SIZE + 3 * ROW_SIZE
+    held = T2 + begin(1, 10) + begin(2, 11) + b"".join(
+        t2_row(40, 3 + n, 10 + n % 2, t2_values(n, "a")) for n in range(3)
+    )
+    over = t2_row(40, 9, 11, t2_values(9, "a"))
+    with pytest.raises(CdcStreamError, match=(
+        rf"open transactions would hold {room + ROW_SIZE} bytes of records with this one, "
+        rf"more than the {room} a reader holds until their commit \(transaction 11\) "
+        rf"\(record at byte {len(held)}\)"
+    )):
+        list(read_changes(io.BytesIO(held + over), T2_TABLES, T2_KEYS, max_buffered_bytes=room))
+    freed = (
+        held + discard(4, 11) + over  # drops row 1, of transaction 11
+        + commit(20, 11) + rollback(21, 10)  # everything
+        + begin(22, 12) + b"".join(t2_row(40, 23 + n, 12, t2_values(n, "b")) for n in range(3))
+        + commit(30, 12)
+    )
+    events = list(read_changes(io.BytesIO(freed), T2_TABLES, T2_KEYS, max_buffered_bytes=room))
+    assert [e.key[0][1] for e in events] == ["9", "0", "1", "2"]
 
 
 # --- round trip -----------------------------------------------------------------------

@@ -344,7 +344,7 @@ BAD: dict[str, tuple[Callable[[Cdc, sa.Table], None], str]] = {
     ),
     "fragment of NULL": (
         lambda c, t: (c.change(t, 2, 1, {"CustNum": 7}, fragment=1), c.image(t, 2, 1, {}, cont=1)),
-        "field Name is split (_Fragment 1) into NoneType and NoneType",
+        "field 'Name' is split (_Fragment 1) into NoneType and NoneType",
     ),
     "fragment 2": (
         lambda c, t: c.change(t, 2, 1, {"CustNum": 7}, fragment=2),
@@ -357,11 +357,11 @@ BAD: dict[str, tuple[Callable[[Cdc, sa.Table], None], str]] = {
     "before and after in two transactions": (
         lambda c, t: (c.change(t, 2, 3, {"CustNum": 7}, tran=1),
                       c.change(t, 2, 4, {"CustNum": 7}, tran=2)),
-        "the rows of one change have _Tran-Id 1, 2",
+        "the rows of one change have _Tran-Id '1', '2'",
     ),
     "NULL key field": (
         lambda c, t: c.change(t, 2, 1, {"Name": "Anna"}),
-        "key field CustNum is NULL in the create",
+        "key field 'CustNum' is NULL in the create",
     ),
     "unknown operation 13": (
         lambda c, t: c.change(t, 2, 13, {"CustNum": 7}),

@@ -248,7 +248,7 @@ def test_keys_from_configuration_override_the_dfm(tmp_path) -> None:
 
 
 def test_table_without_keys_is_a_config_error(tmp_path) -> None:
-    with pytest.raises(ConfigError, match="table usr has no key columns"):
+    with pytest.raises(ConfigError, match="table 'usr' has no key columns"):
         read_files(landed(tmp_path, SEED_ROWS, keys=()))
     with pytest.raises(ConfigError, match=r"key column\(s\) \['nope'\]"):
         read_files(tmp_path, keys={"usr": ["nope"]})
@@ -374,7 +374,7 @@ def test_masks_that_fit_the_table_in_one_order_only_decide_it(tmp_path) -> None:
 def test_undecided_masks_that_read_differently_are_an_error(tmp_path) -> None:
     rows = [ct_row(1, "I", "4001", *range(20))]  # both readings fit WIDE
     path = landed(tmp_path, rows, columns=WIDE, keys=("c0",))
-    with pytest.raises(SourceInputError, match="no DELETE row of table usr tells") as caught:
+    with pytest.raises(SourceInputError, match="no DELETE row of table 'usr' tells") as caught:
         read_files(path)
     assert caught.value.where == f"{path} line 1"
     assert [e.column_name for e in read_files(path, byte_order="little")] == ["c1", "c3"]
@@ -399,7 +399,7 @@ def test_mask_longer_than_the_table_names_its_row(tmp_path) -> None:
     rows = [ct_row(1, "I", "60", "1", "a", None, None), ct_row(2, "I", "600004", "2", "a",
                                                                 None, None)]
     path = landed(tmp_path, rows)
-    with pytest.raises(SourceInputError, match="beyond the last column of table usr") as caught:
+    with pytest.raises(SourceInputError, match="beyond the last column of table 'usr'") as caught:
         read_files(path)
     assert caught.value.where == f"{path} line 2"
     binary = rows_of(ct_row(9, "I", bytes([0x60, 0x02]), "1", "a", None, None))
@@ -418,13 +418,13 @@ def test_mask_longer_than_the_table_names_its_row(tmp_path) -> None:
          "change_oper 'X' is none of I, U, D, B"),
         ([SEED_ROWS[0], SEED_ROWS[1]], 2, r"before image \(B\) without its update"),
         ([ct_row(1, "I", hexed("id", "fname"), None, "a", None, None)], 1,
-         "key column id of usr is NULL"),
+         "key column 'id' of 'usr' is NULL"),
         ([SEED_ROWS[0], ct_row(1000, "D", hexed("id"), "1", None, None, None)], 2,
          "change_seq .* already has a I row"),
         ([SEED_ROWS[1], SEED_ROWS[2], SEED_ROWS[2]], 3, "already has a B/U row"),
         ([["2017", "I", "", "p", "INSERT", "1", None, None, None]], 1, "'2017' is not 35 digits"),
         ([ct_row(1, "I", "6G", "1", None, None, None)], 1, "'6G' is not hex text"),
-        ([ct_row(1, "I", "60", "1", None, None, "zz")], 1, "binary column photo holds 'zz'"),
+        ([ct_row(1, "I", "60", "1", None, None, "zz")], 1, "binary column 'photo' holds 'zz'"),
         ([ct_row(1, "I", "60", "1", None, None)], 1, "8 fields, but the .dfm lists 9"),
         ([ct_row(1, "U", hexed("id"), "2", None, None, None)], 1,
          r"changes key column\(s\) \['id'\] but has no before image"),
@@ -457,6 +457,105 @@ def test_bad_files(tmp_path) -> None:
     with pytest.raises(SourceInputError, match="cannot read Parquet") as caught:
         read_files(parquet)
     assert caught.value.where == str(parquet)
+
+
+def test_csv_fields_longer_than_the_csv_modules_default(tmp_path) -> None:
+    """csv's own limit is 128 KiB a field; a field may be as long as a record."""
+    long = "x" * (1 << 20)
+    rows = [ct_row(1, "I", hexed("id", "fname"), "1", long, None, None)]
+    assert [e.new_value for e in read_files(landed(tmp_path, rows))] == [long]
+
+
+def test_csv_field_longer_than_a_record(tmp_path) -> None:
+    path = landed(tmp_path, [SEED_ROWS[0]])
+    with path.open("a") as stream:  # the field as it is, faster than csv writes it
+        stream.write(f"{seq(2)},I,,p,INSERT,1,{'x' * (64 * 1024 * 1024 + 1)},,\n")
+    with pytest.raises(SourceInputError, match=r"CSV: field larger than field limit "
+                       r"\(67108864\)") as caught:
+        read_files(tmp_path)
+    assert caught.value.where == f"{path} line 2"
+
+
+def test_files_read_hold_a_bounded_size(tmp_path) -> None:
+    """CSV files count their bytes, Parquet files their values; the file or row that would
+    take what is held past the bound is named, before anything is published."""
+    first = landed(tmp_path, SEED_ROWS[:3], file="a")
+    second = landed(tmp_path, SEED_ROWS[3:], file="b")
+    room = first.stat().st_size + second.stat().st_size
+    assert simplify(read_files(tmp_path, max_buffered_bytes=room)) == SEED_EVENTS
+    with pytest.raises(SourceInputError, match=(
+        rf"the files read would hold {room} bytes with this one, more than the {room - 1} "
+        r"read before publishing"
+    )) as caught:
+        read_files(tmp_path, max_buffered_bytes=room - 1)
+    assert caught.value.where == str(second)
+    parquet_folder = tmp_path / "parquet"
+    parquet_folder.mkdir()
+    parquet = landed(parquet_folder, SEED_ROWS, fmt="parquet")
+    row_sizes = [
+        sum(len(v) if isinstance(v, str) else 8 for v in row) for row in SEED_ROWS
+    ]  # masks, texts and NULLs (8 each) as Parquet gives them
+    with pytest.raises(SourceInputError, match="more than the") as caught:
+        read_files(parquet_folder, max_buffered_bytes=sum(row_sizes[:3]))
+    assert caught.value.where == f"{parquet} row 4"
+    assert len(read_files(parquet_folder, max_buffered_bytes=sum(row_sizes))) == 5
+
+
+@pytest.mark.parametrize(
+    ("dfm", "pattern"),
+    [
+        (lambda doc: doc["dataInfo"]["columns"][6].update(name="fn\x01ame"),
+         r"column name 'fn\\x01ame' has a character XML 1.0 cannot carry at position 3"),
+        (lambda doc: doc["dataInfo"]["columns"][7].update(name="l\ud800name"),
+         r"column name 'l\\ud800name' has a character XML 1.0 cannot carry at position 2"),
+        (lambda doc: doc["dataInfo"].update(sourceTable="u\x1bsr"),
+         r"sourceTable 'u\\x1bsr' has a character XML 1.0 cannot carry at position 2"),
+        (lambda doc: doc["formatInfo"]["options"].update(fieldDelimiter=",,"),
+         r"formatInfo.options: \"delimiter\" must be a 1-character string"),
+        (lambda doc: doc["formatInfo"]["options"].update(quoteChar=5),
+         r"formatInfo.options: .*quotechar"),
+        (lambda doc: doc["dataInfo"].update(sourceTable=["a" * 1000]),
+         r"sourceTable must be a JSON str, not \['aaaa.*\.\.\.$"),
+    ],
+    ids=["control-column", "surrogate-column", "escape-table", "delimiter", "quote",
+         "long-value"],
+)
+def test_dfm_that_cannot_be_read(tmp_path, dfm, pattern) -> None:
+    path = landed(tmp_path, SEED_ROWS)
+    document = json.loads(path.with_suffix(".dfm").read_text())
+    dfm(document)
+    path.with_suffix(".dfm").write_text(json.dumps(document))
+    with pytest.raises(SourceInputError, match=pattern.removesuffix("$")) as caught:
+        read_files(tmp_path)
+    assert caught.value.where == str(path.with_suffix(".dfm"))
+    if pattern.endswith("$"):  # bounded: 200 characters of the value shown
+        assert len(str(caught.value)) < 300 + len(caught.value.where)
+
+
+def test_dfm_nested_too_deep_or_too_long(tmp_path) -> None:
+    path = landed(tmp_path, SEED_ROWS)
+    dfm = path.with_suffix(".dfm")
+    dfm.write_text("[" * 100_000)  # Python's json raises RecursionError
+    with pytest.raises(SourceInputError, match="not JSON: nested too deep") as caught:
+        read_files(tmp_path)
+    assert caught.value.where == str(dfm)
+    with dfm.open("w") as stream:
+        stream.truncate(64 * 1024 * 1024 + 1)  # sparse: nothing is written
+    with pytest.raises(SourceInputError, match=r"a .dfm of 67108865 bytes, more than the "
+                       "67108864 one may have"):
+        read_files(tmp_path)
+
+
+def test_parquet_value_python_cannot_hold_names_its_row(tmp_path) -> None:
+    columns = ("id", "born")
+    rows = [ct_row(n, "I", hexed(*columns, columns=columns), str(n), n) for n in (1, 2)]
+    rows[1][-1] = 2**31 - 1  # days after 1970: past year 9999
+    path = landed(tmp_path, [], columns=columns, fmt="parquet")
+    names = [PREFIX + h for h in HEADERS] + list(columns)
+    write_parquet(path, rows, names, {"born": pa.date32()})
+    with pytest.raises(SourceInputError, match="column 'born': ") as caught:
+        read_files(tmp_path)
+    assert caught.value.where == f"{path} row 2"
 
 
 def test_nothing_is_emitted_when_any_row_is_bad(tmp_path) -> None:

@@ -433,7 +433,7 @@ def test_values_as_text() -> None:
 def test_binary_that_is_not_base64_text(value) -> None:
     columns = [("K", "INT4", 1), ("BIN", "BYTES", 0)]
     text = jsonl(metadata("T", columns), message("T", "INSERT", {"K": 1, "BIN": value}))
-    with pytest.raises(KafkaMessageError, match="BIN of type BYTES .* not Base64") as info:
+    with pytest.raises(KafkaMessageError, match="'BIN' of type 'BYTES' .* not Base64") as info:
         read(text)
     assert info.value.where == "line 2"
 
@@ -467,7 +467,7 @@ def test_table_versions_latest_and_named(form: str) -> None:
 
 def test_another_schemas_table_of_the_same_name() -> None:
     # Its metadata is its own.
-    with pytest.raises(KafkaMessageError, match="no metadata message seen for table sales.T"):
+    with pytest.raises(KafkaMessageError, match="no metadata message seen for table 'sales.T'"):
         read(jsonl(metadata("T", V1), message("T", "INSERT", {"K": 1}, schema="sales")))
 
 
@@ -496,9 +496,9 @@ GOOD_T = jsonl(T_METADATA)
         ('{"magic": "atMSG", "type": "DT", "message": "T2JqAQ=="}', "Avro-encoded .* avro"),
         ('{"magic": "atMSG", "type": "MD", "message": {"headers": {}}}', "wrapper type 'MD'"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "U", '
-         '"data": {"K": 1}}', "no metadata message seen for table U"),
+         '"data": {"K": 1}}', "no metadata message seen for table 'U'"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
-         '"lineage": {"tableVersion": 9}, "data": {"K": 1}}', "table T version 9"),
+         '"lineage": {"tableVersion": 9}, "data": {"K": 1}}', "table 'T' version 9"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1", "columnMask": "07"}, '
          '"table": "T", "data": {"K": 1}}', "columnMask: mask '07' marks ordinal 3, beyond"),
         ('{"headers": {"operation": "UPDATE", "changeSequence": "1", "changeMask": "0x"}, '
@@ -508,11 +508,21 @@ GOOD_T = jsonl(T_METADATA)
         ('{"headers": {"operation": "INSERT"}, "table": "T", "data": {"K": 1}}',
          "changeSequence is missing"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
-         '"data": {"K": null, "V": "a"}}', "key column K is null"),
+         '"data": {"K": null, "V": "a"}}', "key column 'K' is null"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
          '"data": {"K": 1, "W": "a"}}', r"data has column\(s\) \['W'\]"),
         ('{"headers": {"operation": "INSERT", "changeSequence": "1"}, "table": "T", '
-         '"data": {"K": 1, "V": {"a": 1}}}', "column V holds a JSON object, not a single"),
+         '"data": {"K": 1, "V": {"a": 1}}}', "column 'V' holds a JSON object, not a single"),
+        # Python's json raises RecursionError here, and int() refuses 4300 digits and more.
+        ("[" * 5000, "invalid JSON: nested too deep"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1", '
+         '"transactionEventCounter": 1' + "0" * 5000 + '}, "table": "T", "data": {"K": 1}}',
+         r"transactionEventCounter must be an integer from -2\^63 to 2\^63-1, not '10000"),
+        ('{"headers": {"operation": "INSERT", "changeSequence": "1", '
+         '"transactionEventCounter": 9223372036854775808}, "table": "T", "data": {"K": 1}}',
+         "transactionEventCounter must be an integer from -2"),
+        ('{"magic": "atMSG", "type": "\\u001b[31m' + "x" * 300 + '", "message": {}}',
+         r"message type '\\x1b\[31mxxx.*x\.\.\. \(305 characters\) is neither"),
     ],
 )
 def test_bad_message_names_its_line(line: str, pattern: str) -> None:
@@ -569,7 +579,7 @@ def test_metadata_with_gaps_in_its_ordinals() -> None:
 
 def test_table_without_key_columns() -> None:
     text = jsonl(metadata("T", [("V", "STRING", 0)]), message("T", "INSERT", {"V": "a"}))
-    with pytest.raises(KafkaMessageError, match=r"T has no key column .*\(line 1: .*\(line 2\)"):
+    with pytest.raises(KafkaMessageError, match=r"'T' has no key column .*\(line 1: .*\(line 2\)"):
         read(text)
 
 
@@ -712,6 +722,108 @@ def test_damaged_avro_is_read_or_refused_with_its_place(data) -> None:
         assert isinstance(exc, KafkaMessageError) and exc.where.startswith("message ")
 
 
+# --- Avro: bounded before it is decoded -----------------------------------------------
+
+
+def zigzag(value: int) -> bytes:
+    """An Avro long: zigzag, then 7 bits a byte, lowest first."""
+    value = (value << 1) ^ (value >> 63) if value < 0 else value << 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def self_described(schema, message: bytes) -> tuple[bytes, int]:
+    """A data envelope embedding ``schema``, after T's metadata; and the byte where its
+    message bytes start in the input (the envelope's last bytes)."""
+    first = metadata_frame(T_AVRO)
+    second = envelope("DT", message, schema=schema)
+    return first + second, len(first) + len(second) - len(message)
+
+
+RECORD_OF_NULLS = {"type": "record", "name": "Nothing", "fields": [
+    {"name": "a", "type": "null"}, {"name": "b", "type": "null"}]}
+LINKED = {"type": "record", "name": "Link", "fields": [
+    {"name": "next", "type": ["null", "Link"]}]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "message", "at", "pattern"),
+    [
+        # 2^40 items of null take no byte each: fastavro allocated until the process died.
+        ({"type": "array", "items": "null"}, zigzag(2**40) + b"\x00", 0,
+         r"array block of 1099511627776 items: more than the 1048576 array and map items"),
+        ({"type": "array", "items": RECORD_OF_NULLS}, zigzag(-(2**40)) + zigzag(0) + b"\x00",
+         0, "array block of 1099511627776 items: more than the 1048576"),
+        ({"type": "array", "items": "null"},
+         zigzag(2**19) + zigzag(2**19) + zigzag(1) + b"\x00", 6,
+         r"array block of 1 items: more than the 1048576"),
+        ({"type": "array", "items": "long"}, zigzag(2**40) + b"\x02" * 10, 0,
+         r"array block of 1099511627776 items of at least 1 byte\(s\) each, but 10 bytes"),
+        ({"type": "map", "values": "double"}, zigzag(3) + b"\x02k" + bytes(8), 0,
+         r"map block of 3 items of at least 9 byte\(s\) each, but 10 bytes are left"),
+        ({"type": "array", "items": "string"}, zigzag(1) + zigzag(1000) + b"abc", 1,
+         r"ends inside its record: truncated.* a string value of 1000 bytes, but 3 are left"),
+        ("bytes", zigzag(-5), 0, "a bytes value of negative length -5"),
+        ("long", b"\xff" * 11, 0, "a variable-length integer of more than 10 bytes"),
+        ("long", b"\xff\xff", 0, "truncated.*the bytes end inside a variable-length integer"),
+        (["null", "long"], zigzag(2), 0, "union index 2, but the union has 2 branches"),
+        ({"type": "enum", "name": "E", "symbols": ["A"]}, zigzag(1), 0,
+         "enum index 1, but the enum has 1 symbols"),
+        (LINKED, zigzag(1) * 100 + zigzag(0), 32, "values nested more than 64 deep"),
+        ({"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 2},
+         zigzag(417) + bytes(417), 0, "a decimal of 417 bytes, more than the 416"),
+        ({"type": "bytes", "logicalType": "decimal", "precision": 1001, "scale": 0},
+         zigzag(1) + b"\x01", 0, "a decimal of precision 1001, more than 1000 digits"),
+    ],
+    ids=["2^40-nulls", "2^40-records-of-nulls", "2^20-nulls-in-all", "count-past-the-end",
+         "map-count-past-the-end", "string-past-the-end", "negative-length", "long-varint",
+         "cut-varint", "union-index", "enum-index", "nested-too-deep", "decimal-bytes",
+         "decimal-precision"],
+)
+def test_avro_counts_and_lengths_are_bounded_before_decoding(schema, message, at, pattern):
+    data, start = self_described(schema, message)
+    with pytest.raises(KafkaMessageError, match=pattern) as info:
+        read_avro(data)
+    assert info.value.where == AT
+    assert f"at byte {start + at}" in str(info.value)
+
+
+def test_avro_within_the_bounds_is_decoded() -> None:
+    """2^20 nulls in all, a 416-byte decimal, 30 links (60 deep): read, and then refused
+    only as not a record or as a record without headers."""
+    cases = [
+        ({"type": "array", "items": "null"}, zigzag(2**19) * 2 + b"\x00"),
+        ({"type": "bytes", "logicalType": "decimal", "precision": 1000, "scale": 0},
+         zigzag(416) + b"\x01" * 416),
+        (LINKED, zigzag(1) * 30 + zigzag(0)),
+    ]
+    for schema, message in cases:
+        data, _ = self_described(schema, message)
+        with pytest.raises(KafkaMessageError, match="schema is not a record|headers must be"):
+            read_avro(data)
+
+
+def test_avro_schema_field_name_xml_cannot_carry() -> None:
+    """A field name of a schema is a column name: one XML cannot carry refuses the schema,
+    naming the message."""
+    schema = data_schema({"K": "int", "V\x01": "string"})
+    bad = dict(T_METADATA, dataSchema=json.dumps(schema))
+    with pytest.raises(KafkaMessageError, match=r"dataSchema: field 'V\\x01' has a character "
+                       r"XML 1.0 cannot carry at position 2 \(of 'Data'\)") as info:
+        read_avro(metadata_frame(bad))
+    assert info.value.where == "message 1 at byte 0"
+    embedded = {"type": "record", "name": "R", "fields": [{"name": "\ud800", "type": "null"}]}
+    with pytest.raises(KafkaMessageError, match=r"messageSchema: field '\\ud800'") as info:
+        read_avro(metadata_frame(T_AVRO) + envelope("DT", b"", schema=embedded))
+    assert info.value.where == AT
+    embedded["fields"][0]["name"] = 5  # fastavro takes it
+    with pytest.raises(KafkaMessageError, match="messageSchema: field 5 of 'R' is not text"):
+        read_avro(metadata_frame(T_AVRO) + envelope("DT", b"", schema=embedded))
+
+
 # --- transactions ---------------------------------------------------------------------
 
 
@@ -763,7 +875,35 @@ def test_stream_ending_mid_transaction_emits_nothing_of_it(form: str, caplog) ->
     first = (f"message 2 at byte {len(avro_frames(T_METADATA)[0])}" if form == "avro"
              else "line 2")
     assert transactions.incomplete == (IncompleteTransaction("a", (1, 3), 3, first),)
-    assert f"inside transaction a (from {first}; counters [1, 3] of 3)" in caplog.text
+    assert f"inside transaction 'a' (from {first}; counters [1, 3] of 3)" in caplog.text
+
+
+def message_size(form: str, body: dict) -> int:
+    """The length of a data message as the reader counts it: a JSON line's characters, an
+    Avro value's bytes."""
+    if form == "avro":
+        return len(avro_frames(T_METADATA, body)[1]) - 4
+    return len(jsonl(body, wrapped=form == "wrapped"))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_open_transactions_hold_a_bounded_size(form: str) -> None:
+    """With room for two messages, the third one held refuses the input, naming its
+    transaction and place; a transaction that ends frees its room."""
+    room = 2 * message_size(form, tx_insert(1, "a", 1, False)) + 10
+    opened = [tx_insert(n, txid, 1, False) for n, txid in ((1, "a"), (2, "b"), (3, "c"))]
+    with pytest.raises(KafkaMessageError, match=(
+        rf"open transactions would hold \d+ bytes of messages with this one, more than the "
+        rf"{room} a reader holds until transactions end \(transaction 'c', from "
+    )) as info:
+        read_as(form, T_METADATA, *opened, transactions=MessageTransactions(room))
+    assert info.value.where == (
+        f"message 4 at byte {sum(len(f) for f in avro_frames(T_METADATA, *opened)[:3])}"
+        if form == "avro" else "line 4"
+    )
+    closed = [tx_insert(n, f"t{n}", 1, True) for n in range(1, 10)]
+    events = read_as(form, T_METADATA, *closed, transactions=MessageTransactions(room))
+    assert [e.key[0][1] for e in events] == [str(n) for n in range(1, 10)]
 
 
 def test_transactions_keep_metadata_across_inputs() -> None:

@@ -1,7 +1,8 @@
 """Change files that attack the readers (issue 12, part 6, item 5): GBase 8s records and
 Qlik Kafka Avro messages whose declared size is near 2^31 or 2^32 - 1, with the input
 ending right after or followed by 200 MB of garbage from a pipe; truncated and garbage
-streams of gbase8s, qlik-kafka (JSON lines and Avro) and qlik-ct CSV files.
+streams of gbase8s, qlik-kafka (JSON lines and Avro) and qlik-ct CSV files; an Avro
+array of null claiming 2^40 items, and a TABSCHEMA column list with 50 KB of blanks.
 
 Each must stop the export with exit code 2 and a message naming the place (the byte
 offset; the message and byte; the line; the file), write nothing to --out, finish in
@@ -20,15 +21,17 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import MASTER, Run, run_xdspub
-from tests.test_gbase8s import COMMIT_AT, INSERT_AT, SEED_004
+from tests.test_gbase8s import COMMIT_AT, INSERT_AT, SEED_004, tabschema
 from tests.test_qlik_ct import SEED_ROWS, landed
 from tests.test_qlik_kafka import (
     EMP_COLUMNS,
     EMP_ROW,
     avro_frames,
+    envelope,
     jsonl,
     message,
     metadata,
+    zigzag,
 )
 
 pytestmark = pytest.mark.slow
@@ -210,6 +213,26 @@ def test_kafka_avro_garbage_after_a_good_message(tmp_path: Path) -> None:
     junk = random.Random(4).randbytes(500)
     run, out = export_stream(tmp_path, KAFKA, first + second + struct.pack(">I", len(junk)) + junk)
     assert_refused(run, out, r"\bmessage 3\b", rf"\bbyte {len(first) + len(second)}\b")
+
+
+def test_kafka_avro_array_of_nulls_claiming_2_40_items(tmp_path: Path) -> None:
+    """A message whose schema is an array of null and whose block count says 2^40: each
+    item takes no byte, so nothing but a bound stops the decoding (fastavro alone
+    allocated until the process died)."""
+    first, nulls = kafka_avro()[0], zigzag(2**40) + b"\x00"
+    second = envelope("DT", nulls, schema={"type": "array", "items": "null"})
+    baseline, _ = export_stream(tmp_path / "baseline", KAFKA, first)
+    run, out = export_stream(tmp_path, KAFKA, first + second)
+    at = len(first) + len(second) - len(nulls)  # the message's bytes end the envelope
+    assert_refused(run, out, r"\bmessage 2\b", rf"\bbyte {at}\b", "1099511627776 items")
+    assert_bounded(run, baseline)
+
+
+def test_gbase8s_tabschema_with_50_kb_of_blanks(tmp_path: Path) -> None:
+    """A column list with a long run of blanks: read in time linear in its length."""
+    data = tabschema(0x6F, "c1 integer" + " " * 50_000 + "!", 4, 1, 0)
+    run, out = export_stream(tmp_path, GBASE8S, data)
+    assert_refused(run, out, r"cannot parse TABSCHEMA column", r"\bbyte 0\b")
 
 
 def kafka_json() -> str:

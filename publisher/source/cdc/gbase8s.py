@@ -4,15 +4,14 @@ CDC stream) read into ChangeEvents.
 Three steps: ``RecordDecoder`` cuts the bytes, fed in chunks of any size, into typed records
 by their declared sizes; ``TableLayout`` (from a TABSCHEMA record) decodes a row record's
 bytes into column values as text; ``RecordTransactions`` buffers row records per
-transaction and maps each committed transaction's rows with the shared mapping
-(``mapping.row_change_events``). ``read_changes`` chains them over a file or a pipe. Every
-error is a ``CdcStreamError`` naming the byte where its record starts.
+transaction, up to a bound, and maps each committed transaction's rows with the shared
+mapping (``mapping.row_change_events``). ``read_changes`` chains them over a file or a
+pipe. Every error is a ``CdcStreamError`` naming the byte where its record starts.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import BinaryIO
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.source.cdc import MAX_RECORD_BYTES
+from publisher.source.cdc import MAX_BUFFERED_BYTES, MAX_RECORD_BYTES, shown, unpublishable
 from publisher.source.cdc.mapping import (
     Image,
     ImageRole,
@@ -197,7 +196,14 @@ def _tabschema(offset: int, number: int, header: bytes, payload: bytes) -> TabSc
         columns = payload[:end].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CdcStreamError(f"TABSCHEMA column list is not UTF-8: {exc.reason}", offset) from None
-    return TabSchema(offset, *struct.unpack_from(">iiiii", header), columns)
+    record = TabSchema(offset, *struct.unpack_from(">iiiii", header), columns)
+    if min(record.fixed_bytes, record.fixed_count, record.var_count) < 0:
+        raise CdcStreamError(
+            f"TABSCHEMA declares {record.fixed_bytes} fixed bytes, {record.fixed_count} fixed- "
+            f"and {record.var_count} variable-length columns: none may be negative",
+            offset,
+        )
+    return record
 
 
 def _timeout(offset: int, number: int, header: bytes, payload: bytes) -> Timeout:
@@ -397,29 +403,45 @@ _FIXED_TYPES: dict[str, tuple[int | None, _Decode]] = {
 }
 _VARIABLE_TYPES = {"varchar", "nvarchar", "character varying", "lvarchar"}
 
-# name, type words, optional "(n)" or "(n,m)", optional NOT NULL; datetime/interval
-# qualifiers ("year to fraction(3)") land in the type words.
-_COLUMN = re.compile(
-    r"\s*(?P<name>[^\s,()]+)\s+(?P<type>[A-Za-z][A-Za-z0-9_ ]*?)\s*"
-    r"(?:\(\s*(?P<n>\d+)\s*(?:,\s*(?P<m>\d+)\s*)?\))?(?:\s+not\s+null)?\s*",
-    re.IGNORECASE,
-)
+_TYPE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ ")
+_MAX_SIZE_DIGITS = 10  # "(n)" past this says more than any record holds
 
 
 def _column(text: str, offset: int) -> Column:
-    match = _COLUMN.fullmatch(text)
-    if not match:
-        raise CdcStreamError(f"cannot parse TABSCHEMA column {text.strip()!r}", offset)
-    type_name = " ".join(match["type"].lower().split())
-    type_text = text.strip().split(None, 1)[1]
+    """One column of a TABSCHEMA list: its name, blanks, type words (letters, digits, _
+    and spaces, a letter first; datetime and interval qualifiers such as "year to
+    fraction" are type words), then optionally "(n)" or "(n,m)" and NOT NULL, blanks
+    allowed between. Parsed by hand: a regular expression doing the same backtracks on
+    runs of blanks, in time quadratic in their length and worse. A name XML cannot carry
+    is refused with its record, as a schema's (docs/change-formats.md, Errors)."""
+    name, declared = (text.split(None, 1) + ["", ""])[:2]
+    declared = declared.rstrip()
+    type_words, words = declared, declared.split()
+    if len(words) > 2 and [word.lower() for word in words[-2:]] == ["not", "null"]:
+        type_words = declared[: declared.lower().rindex("not")].rstrip()
+    sizes: list[str] = []
+    if type_words.endswith(")"):
+        type_words, _, inside = type_words[:-1].rpartition("(")
+        type_words, sizes = type_words.rstrip(), [part.strip() for part in inside.split(",")]
+    if (
+        not name or any(c in ",()" for c in name)
+        or not type_words[:1].isascii() or not type_words[:1].isalpha()
+        or not set(type_words) <= _TYPE_CHARACTERS
+        or len(sizes) > 2
+        or not all(size.isdecimal() and len(size) <= _MAX_SIZE_DIGITS for size in sizes)
+    ):
+        raise CdcStreamError(f"cannot parse TABSCHEMA column {shown(text.strip())}", offset)
+    if problem := unpublishable(name):
+        raise CdcStreamError(f"TABSCHEMA column name {problem}", offset)
+    type_name = " ".join(type_words.lower().split())
     if type_name in _VARIABLE_TYPES:
-        return Column(match["name"], type_text, None, _varchar)
+        return Column(name, declared, None, _varchar)
     if type_name not in _FIXED_TYPES:
         # DECIMAL, MONEY, DATETIME, INTERVAL, INT8, ...: known by name only; a row of the
         # table fails when decoded rather than guessing a format.
-        return Column(match["name"], type_text, None, None)
+        return Column(name, declared, None, None)
     size, decode = _FIXED_TYPES[type_name]
-    return Column(match["name"], type_text, size or int(match["n"] or 1), decode)
+    return Column(name, declared, size or int(sizes[0] if sizes else 1), decode)
 
 
 def _split_columns(text: str) -> list[str]:
@@ -463,8 +485,8 @@ class TableLayout:
             fixed = index < record.fixed_count
             if column.decode is not None and (column.size is not None) != fixed:
                 raise CdcStreamError(
-                    f"TABSCHEMA column {column.name} {column.type_text} is listed among the "
-                    f"{'fixed' if fixed else 'variable'}-length columns",
+                    f"TABSCHEMA column {shown(column.name)} {shown(column.type_text)} is listed "
+                    f"among the {'fixed' if fixed else 'variable'}-length columns",
                     offset,
                 )
         sizes = [column.size for column in columns[: record.fixed_count]]
@@ -484,7 +506,8 @@ class TableLayout:
         for column in self.columns:
             if column.decode is None:
                 raise CdcStreamError(
-                    f"column {column.name} of type {column.type_text} is not supported yet",
+                    f"column {shown(column.name)} of type {shown(column.type_text)} is not "
+                    "supported yet",
                     offset,
                 )
         var_sizes = self._var_sizes(record)
@@ -506,7 +529,7 @@ class TableLayout:
                 values[column.name] = decode(record.row[pos : pos + size])
             except (ValueError, OverflowError) as exc:  # UnicodeDecodeError, NoEventLogText too
                 raise CdcStreamError(
-                    f"column {column.name} {column.type_text}: {exc}", offset
+                    f"column {shown(column.name)} {shown(column.type_text)}: {exc}", offset
                 ) from None
             pos += size
         return values
@@ -542,9 +565,13 @@ _OPERATIONS: dict[int, tuple[Operation, ImageRole]] = {
 }
 
 
+# What an open transaction holds before its rows: its BEGINTX record's fields.
+_BEGIN_BYTES = COMMON_HEADER.size + _KINDS[BEGINTX][1]
+
+
 @dataclass(frozen=True)
 class _Row:
-    """A decoded row record waiting in its transaction."""
+    """A decoded row record waiting in its transaction; ``size`` is the record's bytes."""
 
     offset: int
     kind: int
@@ -552,6 +579,7 @@ class _Row:
     table_id: int
     table_name: str
     values: Image
+    size: int
 
 
 class RecordTransactions:
@@ -571,9 +599,18 @@ class RecordTransactions:
     commits.
 
     ``tables`` maps the table ids the capture was started with to table names, ``keys``
-    each table name to its key columns (TABSCHEMA does not mark keys)."""
+    each table name to its key columns (TABSCHEMA does not mark keys).
 
-    def __init__(self, tables: Mapping[int, str], keys: Mapping[str, Sequence[str]]) -> None:
+    The open transactions hold at most ``max_buffered_bytes`` of records (their row
+    records, and a BEGINTX's fields each): the record that would take them past it is an
+    error naming its transaction (docs/change-formats.md, Errors)."""
+
+    def __init__(
+        self,
+        tables: Mapping[int, str],
+        keys: Mapping[str, Sequence[str]],
+        max_buffered_bytes: int = MAX_BUFFERED_BYTES,
+    ) -> None:
         for name, columns in keys.items():
             if not columns:
                 raise ConfigError(f"table {name!r} has no key columns configured")
@@ -581,6 +618,7 @@ class RecordTransactions:
         self._keys = {name: tuple(columns) for name, columns in keys.items()}
         self._layouts: dict[int, TableLayout] = {}
         self._open: dict[int, list[_Row]] = {}
+        self._max_buffered, self._buffered = max_buffered_bytes, 0
         self._handlers: dict[type, Callable[..., list[ChangeEvent]]] = {
             BeginTx: self._begin,
             CommitTx: self._commit,
@@ -605,26 +643,47 @@ class RecordTransactions:
                 len(self._open), ", ".join(str(t) for t in self._open),
             )
         self._open.clear()
+        self._buffered = 0
 
     def _transaction(self, txid: int, offset: int) -> list[_Row]:
         if txid not in self._open:
             raise CdcStreamError(f"transaction {txid} was not begun", offset)
         return self._open[txid]
 
+    def _hold(self, size: int, txid: int, offset: int) -> None:
+        """Count ``size`` more bytes held, if the bound leaves room."""
+        if self._buffered + size > self._max_buffered:
+            raise CdcStreamError(
+                f"open transactions would hold {self._buffered + size} bytes of records "
+                f"with this one, more than the {self._max_buffered} a reader holds until "
+                f"their commit (transaction {txid})",
+                offset,
+            )
+        self._buffered += size
+
+    def _end(self, txid: int) -> list[_Row]:
+        """The rows of a transaction that ends, no longer held."""
+        rows = self._open.pop(txid)
+        self._buffered -= _BEGIN_BYTES + sum(row.size for row in rows)
+        return rows
+
     def _begin(self, record: BeginTx) -> list[ChangeEvent]:
         if record.txid in self._open:
             raise CdcStreamError(f"transaction {record.txid} begun twice", record.offset)
+        self._hold(_BEGIN_BYTES, record.txid, record.offset)
         self._open[record.txid] = []
         return []
 
     def _rollback(self, record: RollbackTx) -> list[ChangeEvent]:
         self._transaction(record.txid, record.offset)
-        del self._open[record.txid]
+        self._end(record.txid)
         return []
 
     def _discard(self, record: Discard) -> list[ChangeEvent]:
         rows = self._transaction(record.txid, record.offset)
-        rows[:] = [row for row in rows if row.seq < record.seq]
+        kept = [row for row in rows if row.seq < record.seq]
+        self._buffered -= sum(row.size for row in rows) - sum(row.size for row in kept)
+        rows[:] = kept
         return []
 
     def _truncate(self, record: Truncate) -> list[ChangeEvent]:
@@ -664,12 +723,18 @@ class RecordTransactions:
             row_key(name, self._keys[name], values, _OPERATIONS[record.kind][1])
         except KeyValueMissing as exc:
             raise CdcStreamError(str(exc), record.offset) from None
-        rows.append(_Row(record.offset, record.kind, record.seq, record.table_id, name, values))
+        # The record as it came: its header (with the size fields) and its row.
+        size = COMMON_HEADER.size + _KINDS[record.kind][1] + len(record.size_fields)
+        size += len(record.row)
+        self._hold(size, record.txid, record.offset)
+        rows.append(
+            _Row(record.offset, record.kind, record.seq, record.table_id, name, values, size)
+        )
         return []
 
     def _commit(self, record: CommitTx) -> list[ChangeEvent]:
-        rows = self._transaction(record.txid, record.offset)
-        del self._open[record.txid]
+        self._transaction(record.txid, record.offset)
+        rows = self._end(record.txid)
         events: list[ChangeEvent] = []
         index = 0
         while index < len(rows):
@@ -704,10 +769,12 @@ def read_changes(
     tables: Mapping[int, str],
     keys: Mapping[str, Sequence[str]],
     chunk_size: int = 1 << 16,
+    max_buffered_bytes: int = MAX_BUFFERED_BYTES,
 ) -> Iterator[ChangeEvent]:
     """The events of a CDC stream (a binary file or pipe), a committed transaction at a
-    time; see ``RecordTransactions`` for ``tables``, ``keys`` and the mapping."""
-    transactions = RecordTransactions(tables, keys)
+    time; see ``RecordTransactions`` for ``tables``, ``keys``, ``max_buffered_bytes`` and
+    the mapping."""
+    transactions = RecordTransactions(tables, keys, max_buffered_bytes)
     for record in read_records(stream, chunk_size):
         yield from transactions.apply(record)
     transactions.close()

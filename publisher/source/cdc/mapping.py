@@ -30,6 +30,7 @@ from typing import Literal
 
 from publisher.model.changes import ChangeEvent
 from publisher.model.events import EventType
+from publisher.source.cdc import shown
 
 __all__ = [
     "Image",
@@ -92,7 +93,9 @@ class RowChange:
     def __post_init__(self) -> None:
         needs = "before" if self.operation is Operation.DELETE else "after"
         if getattr(self, needs) is None:
-            raise ValueError(f"a {self.operation.value} of {self.table} needs its {needs} image")
+            raise ValueError(
+                f"a {self.operation.value} of {shown(self.table)} needs its {needs} image"
+            )
 
 
 class KeyValueMissing(ValueError):
@@ -102,8 +105,8 @@ class KeyValueMissing(ValueError):
 
     def __init__(self, table: str, column: str, image: ImageRole, absent: bool) -> None:
         super().__init__(
-            f"key column {column} is not a column of {table}" if absent
-            else f"key column {column} of {table} is NULL"
+            f"key column {shown(column)} is not a column of {shown(table)}" if absent
+            else f"key column {shown(column)} of {shown(table)} is NULL"
         )
         self.column, self.image, self.absent = column, image, absent
 
@@ -114,8 +117,8 @@ class KeyChangeWithoutBefore(ValueError):
 
     def __init__(self, table: str, columns: Sequence[str]) -> None:
         super().__init__(
-            f"update changes key column(s) {list(columns)} but has no before image to name "
-            "the old row"
+            f"update changes key column(s) {shown(list(columns))} but has no before image to "
+            "name the old row"
         )
         self.columns = tuple(columns)
 

@@ -42,6 +42,7 @@ import sqlalchemy as sa
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
+from publisher.source.cdc import shown
 from publisher.source.cdc.mapping import (
     Image,
     ImageRole,
@@ -95,7 +96,9 @@ _OPERATIONS: dict[int, tuple[Operation, ImageRole, str]] = {
     BEFORE_UPDATE: (Operation.UPDATE, "before", "before image"),
     AFTER_UPDATE: (Operation.UPDATE, "after", "after image"),
 }
-ARRAY_ELEMENT = re.compile(r"(?P<field>.+)##(?P<element>[1-9][0-9]*)")
+# An element number of more digits than an extent can have is no element: int() refuses
+# 4300 digits and more.
+ARRAY_ELEMENT = re.compile(r"(?P<field>.+)##(?P<element>[1-9][0-9]{0,8})")
 
 Record = dict[str, object]  # a whole image: field column -> value as read
 
@@ -227,8 +230,8 @@ class RecordReassembler:
         found = {row.operation for row in rows}
         unknown = found - OPERATIONS
         if unknown:
-            shown = ", ".join(sorted("NULL" if op is None else str(op) for op in unknown))
-            raise self._error(f"unknown {OPERATION} {shown}", sequence)
+            listed = ", ".join(sorted("NULL" if op is None else str(op) for op in unknown))
+            raise self._error(f"unknown {OPERATION} {listed}", sequence)
         operations = tuple(sorted(found))
         if len(operations) == 1 and operations[0] in UNPUBLISHED:
             op = operations[0]
@@ -242,8 +245,8 @@ class RecordReassembler:
                 f"a before image ({OPERATION} 3) without its after image (4)", sequence
             )
         if operations not in PUBLISHED:
-            shown = " and ".join(map(str, operations))
-            raise self._error(f"{OPERATION}s {shown} cannot share one {SEQUENCE}", sequence)
+            listed = " and ".join(map(str, operations))
+            raise self._error(f"{OPERATION}s {listed} cannot share one {SEQUENCE}", sequence)
         records = {
             op: self._record(sequence, op, [row for row in rows if row.operation == op])
             for op in operations
@@ -258,7 +261,9 @@ class RecordReassembler:
                 name for op, (_, role, name) in _OPERATIONS.items()
                 if op in records and role == exc.image
             )
-            raise self._error(f"key field {exc.column} is NULL in the {image}", sequence) from None
+            raise self._error(
+                f"key field {shown(exc.column)} is NULL in the {image}", sequence
+            ) from None
 
     def _row_change(self, sequence: int, records: dict[int, Record]) -> RowChange:
         """The row change of a published combination of operations (PUBLISHED)."""
@@ -277,7 +282,7 @@ class RecordReassembler:
             try:
                 image[column] = event_log_text(value)
             except NoEventLogText as exc:
-                raise self._error(f"field {column}: {exc}", sequence) from None
+                raise self._error(f"field {shown(column)}: {exc}", sequence) from None
         return image
 
     def _shared(self, sequence: int, rows: Sequence[ChangeRow]) -> object:
@@ -288,8 +293,8 @@ class RecordReassembler:
             (TIME_STAMP, {row.time_stamp for row in rows}),
         ):
             if len(values) > 1:
-                shown = ", ".join(sorted(map(str, values)))
-                raise self._error(f"the rows of one change have {label} {shown}", sequence)
+                found = ", ".join(map(shown, sorted(map(str, values))))
+                raise self._error(f"the rows of one change have {label} {found}", sequence)
         stamp = rows[0].time_stamp
         if stamp is None:
             raise self._error(f"{TIME_STAMP} is NULL", sequence)
@@ -382,7 +387,7 @@ class RecordReassembler:
         if isinstance(first, binary) and isinstance(second, binary):
             return bytes(first) + bytes(second)
         raise self._error(
-            f"field {column} is split ({FRAGMENT} 1) into {type(first).__name__} and "
+            f"field {shown(column)} is split ({FRAGMENT} 1) into {type(first).__name__} and "
             f"{type(second).__name__}, not two pieces of text or bytes",
             sequence,
         )

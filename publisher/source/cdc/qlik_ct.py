@@ -9,7 +9,8 @@ of any number of tables with the shared mapping (``mapping.row_change_events``) 
 merged in change_seq order; ``ChangeTableDatabase`` (with ``PositionStore``) and
 ``read_files`` are the two ways in. ``read_database`` is a one-call poll. Input errors are
 ``SourceInputError``s naming the row: "<change table> change_seq <n>" in a database,
-"<file> line <n>" (CSV) or "<file> row <n>" (Parquet) in files.
+"<file> line <n>" (CSV) or "<file> row <n>" (Parquet) in files. Both ways read every row
+before mapping any, so the rows held are bounded (``_Held``).
 
 Masks: a binary mask (varbinary, bytea, BLOB, Parquet binary) is the documented
 little-endian byte array; a hex-text mask (as in landed CSV) is read in the byte order
@@ -22,7 +23,6 @@ caller names the order (``byte_order``).
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,7 +35,13 @@ import sqlalchemy as sa
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.source.cdc import positions
+from publisher.source.cdc import (
+    MAX_BUFFERED_BYTES,
+    MAX_RECORD_BYTES,
+    positions,
+    shown,
+    unpublishable,
+)
 from publisher.source.cdc.mapping import (
     Image,
     ImageRole,
@@ -83,6 +89,7 @@ _CHANGE_SEQ = re.compile(r"\d{35}")
 # its update (also while the update has not been seen yet).
 _PAIRABLE = {INSERT, DELETE, UPDATE, BEFORE, BEFORE + UPDATE}
 DATA_SUFFIXES = (".csv", ".parquet")
+PARQUET_BATCH_ROWS = 4096  # a Parquet file is read a batch at a time, not whole
 # What a row is to the shared mapping, and which image it holds.
 _OPERATIONS: dict[str, tuple[Operation, ImageRole]] = {
     INSERT: (Operation.INSERT, "after"),
@@ -117,18 +124,24 @@ class ChangeTable:
         columns = tuple(names[count:])
         late = [n for n in columns if n.startswith(prefix)]
         if late:
-            raise ConfigError(f"{source}: header column(s) {late} after the first data column")
+            raise ConfigError(
+                f"{source}: header column(s) {shown(late)} after the first data column"
+            )
         missing = [prefix + h for h in REQUIRED_HEADERS if h not in headers]
         if missing:
-            raise ConfigError(f"{source} has no column(s) {missing} (header prefix {prefix!r})")
+            raise ConfigError(
+                f"{source} has no column(s) {shown(missing)} (header prefix {shown(prefix)})"
+            )
         if not keys:
             raise ConfigError(
-                f"{source}: table {name} has no key columns (configure them, or mark them "
-                f"with primaryKeyPos above 0 in the .dfm)"
+                f"{source}: table {shown(name)} has no key columns (configure them, or mark "
+                f"them with primaryKeyPos above 0 in the .dfm)"
             )
         unknown = [k for k in keys if k not in columns]
         if unknown:
-            raise ConfigError(f"{source}: key column(s) {unknown} are not columns of {name}")
+            raise ConfigError(
+                f"{source}: key column(s) {shown(unknown)} are not columns of {shown(name)}"
+            )
         return cls(name, headers, columns, tuple(keys))
 
     @property
@@ -145,19 +158,21 @@ class ChangeTable:
         header = dict(zip(self.headers, record))
         seq, oper, mask = header["change_seq"], header["change_oper"], header.get("change_mask")
         if not isinstance(seq, str) or not _CHANGE_SEQ.fullmatch(seq):
-            raise SourceInputError(f"change_seq {seq!r} is not 35 digits", where)
+            raise SourceInputError(f"change_seq {shown(seq)} is not 35 digits", where)
         if oper not in (INSERT, DELETE, UPDATE, BEFORE):
-            raise SourceInputError(f"change_oper {oper!r} is none of I, U, D, B", where)
+            raise SourceInputError(f"change_oper {shown(oper)} is none of I, U, D, B", where)
         if isinstance(mask, (bytearray, memoryview)):
             mask = bytes(mask)
         if mask is not None and not isinstance(mask, (bytes, str)):
-            raise SourceInputError(f"change_mask {mask!r} is neither binary nor hex text", where)
+            raise SourceInputError(
+                f"change_mask {shown(mask)} is neither binary nor hex text", where
+            )
         values = {}
         for column, value in zip(self.columns, record[len(self.headers):]):
             try:
                 values[column] = event_log_text(value)
             except NoEventLogText as exc:
-                raise SourceInputError(f"column {column}: {exc}", where) from None
+                raise SourceInputError(f"column {shown(column)}: {exc}", where) from None
         return ChangeRow(self, where, seq, oper, mask, values)
 
 
@@ -212,7 +227,7 @@ def _pairs(rows: list[ChangeRow]) -> list[dict[str, ChangeRow]]:
         change = changes.setdefault((row.table.name, row.change_seq), {})
         if "".join(sorted([*change, row.oper])) not in _PAIRABLE:
             raise SourceInputError(
-                f"change_seq {row.change_seq} of table {row.table.name} already has a "
+                f"change_seq {row.change_seq} of table {shown(row.table.name)} already has a "
                 f"{'/'.join(change)} row: only a before image (B) and its update (U) share one",
                 row.where,
             )
@@ -255,8 +270,9 @@ def _hex_byte_order(
             raise SourceInputError(str(exc), row.where) from None
         if not fitting:
             raise SourceInputError(
-                f"change mask {row.mask!r} ({' or '.join(orders)}-endian) marks a bit beyond "
-                f"the last column of table {table.name} (bits 0..{table.width - 1})",
+                f"change mask {shown(row.mask)} ({' or '.join(orders)}-endian) marks a bit "
+                f"beyond the last column of table {shown(table.name)} (bits "
+                f"0..{table.width - 1})",
                 row.where,
             )
         orders = fitting
@@ -279,9 +295,9 @@ def _marked(row: ChangeRow, order: ByteOrder | None) -> tuple[str, ...] | None:
         raise SourceInputError(str(exc), row.where) from None
     if len(set(readings.values())) > 1:
         raise SourceInputError(
-            f"change mask {mask!r} marks {list(readings['little'])} little-endian but "
-            f"{list(readings['big'])} big-endian, and no DELETE row of table {table.name} "
-            f"tells the byte order: name it (byte_order)",
+            f"change mask {shown(mask)} marks {shown(list(readings['little']))} little-endian "
+            f"but {shown(list(readings['big']))} big-endian, and no DELETE row of table "
+            f"{shown(table.name)} tells the byte order: name it (byte_order)",
             row.where,
         )
     return readings.popitem()[1]
@@ -317,7 +333,7 @@ def _checked_position(position: str | None) -> str | None:
     if position is not None and not (
         isinstance(position, str) and _CHANGE_SEQ.fullmatch(position)
     ):
-        raise ConfigError(f"position {position!r} is not a change_seq (35 digits)")
+        raise ConfigError(f"position {shown(position)} is not a change_seq (35 digits)")
     return position
 
 
@@ -453,11 +469,40 @@ class _Metadata:
     options: Mapping[str, object]
 
 
+class _Held:
+    """What the files read so far hold, up to ``bound`` bytes (docs/change-formats.md,
+    Errors)."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound, self.size = bound, 0
+
+    def add(self, size: int, where: str) -> None:
+        """Hold ``size`` bytes more, if the bound leaves room; else an error naming
+        ``where``, the file or row that would go past it."""
+        if self.size + size > self.bound:
+            raise SourceInputError(
+                f"the files read would hold {self.size + size} bytes with this one, more "
+                f"than the {self.bound} read before publishing (files are read whole first: "
+                "read fewer at a time)",
+                where,
+            )
+        self.size += size
+
+
 def _member(parent: object, name: str, kind: type, where: str, default: object = None) -> object:
     value = parent.get(name, default) if isinstance(parent, dict) else None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise SourceInputError(f"{name} must be a JSON {kind.__name__}, not {value!r}", where)
+        raise SourceInputError(
+            f"{name} must be a JSON {kind.__name__}, not {shown(value)}", where
+        )
     return value
+
+
+def _publishable(label: str, name: str, where: str) -> None:
+    """A table or column name the .dfm declares must be one XML can carry: the .dfm is
+    refused otherwise (docs/change-formats.md, Errors)."""
+    if problem := unpublishable(name):
+        raise SourceInputError(f"{label} {problem}", where)
 
 
 def _metadata(path: Path, keys: Mapping[str, Sequence[str]], prefix: str) -> _Metadata:
@@ -467,74 +512,101 @@ def _metadata(path: Path, keys: Mapping[str, Sequence[str]], prefix: str) -> _Me
     where = str(dfm)
     if not dfm.is_file():
         raise SourceInputError("no .dfm metadata file beside the data file", str(path))
+    if dfm.stat().st_size > MAX_RECORD_BYTES:
+        raise SourceInputError(
+            f"a .dfm of {dfm.stat().st_size} bytes, more than the {MAX_RECORD_BYTES} one may "
+            "have",
+            where,
+        )
     try:
         document = json.loads(dfm.read_text(encoding="utf-8-sig"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
         raise SourceInputError(f"not JSON: {exc}", where) from None
+    except RecursionError:
+        raise SourceInputError("not JSON: nested too deep", where) from None
     info = _member(document, "dataInfo", dict, where)
     name = _member(info, "sourceTable", str, where)
     names, binary, positions = [], set(), {}
+    _publishable("sourceTable", name, where)
     for column in _member(info, "columns", list, where):
         column_name = _member(column, "name", str, where)
+        _publishable("column name", column_name, where)
         names.append(column_name)
         if _member(column, "type", str, where, "").upper() in BINARY_TYPES:
             binary.add(column_name)
         if (position := _member(column, "primaryKeyPos", int, where, 0)) > 0:
             positions[column_name] = position
     if len(set(positions.values())) != len(positions):
-        raise SourceInputError(f"primaryKeyPos values {sorted(positions.values())} repeat", where)
+        raise SourceInputError(
+            f"primaryKeyPos values {shown(sorted(positions.values()))} repeat", where
+        )
     key = keys.get(name) or sorted(positions, key=positions.__getitem__)
     table = ChangeTable.from_columns(name, names, key, prefix, where)
     options = _member(_member(document, "formatInfo", dict, where, {}), "options", dict, where, {})
     return _Metadata(table, tuple(names), frozenset(binary) & set(table.columns), options)
 
 
-def _csv_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object], str]]:
+def _csv_records(
+    path: Path, metadata: _Metadata, held: _Held
+) -> Iterator[tuple[list[object], str]]:
     """Records of a CSV change-table file as the .dfm's options describe it; a first line
-    of the column names is skipped."""
+    of the column names is skipped. Its rows are held until every file is read: its bytes
+    count as held."""
     options, names = metadata.options, list(metadata.names)
+    dfm = str(path.with_suffix(".dfm"))
     if options.get("recordDelimiter", "\n") not in ("\n", "\r\n"):
         raise SourceInputError(
-            f"record delimiter {options['recordDelimiter']!r} is not supported (only \\n)",
-            str(path.with_suffix(".dfm")),
+            f"record delimiter {shown(options['recordDelimiter'])} is not supported "
+            "(only \\n)",
+            dfm,
         )
     null, quote = options.get("nullValue", ""), options.get("quoteChar", '"') or None
-    start = 1
-    reader = csv.reader(
-        io.StringIO(_utf8_text(path), newline=""),
-        delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
-        escapechar=options.get("escapeChar") or None, strict=True,
-        quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
-    )
-    try:
-        for number, fields in enumerate(reader):
-            where, start = f"{path} line {start}", reader.line_num + 1
-            if number == 0 and fields == names:
-                continue
-            if len(fields) != len(names):
-                raise SourceInputError(
-                    f"{len(fields)} fields, but the .dfm lists {len(names)} columns", where
-                )
-            yield [
-                _csv_value(name, field, null, metadata.binary, where)
-                for name, field in zip(names, fields)
-            ], where
-    except csv.Error as exc:
-        raise SourceInputError(f"CSV: {exc}", f"{path} line {start}") from None
+    held.add(path.stat().st_size, str(path))
+    # The csv module's limit is the whole process's: raised to a record's bound, never
+    # lowered.
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
+    with path.open(encoding="utf-8", newline="") as text:
+        try:
+            reader = csv.reader(
+                text, delimiter=options.get("fieldDelimiter", ","), quotechar=quote,
+                escapechar=options.get("escapeChar") or None, strict=True,
+                quoting=csv.QUOTE_MINIMAL if quote else csv.QUOTE_NONE,
+            )
+        except TypeError as exc:  # a delimiter, quote or escape that is not one character
+            raise SourceInputError(f"formatInfo.options: {exc}", dfm) from None
+        start = 1
+        try:
+            for number, fields in enumerate(reader):
+                where, start = f"{path} line {start}", reader.line_num + 1
+                if number == 0 and fields == names:
+                    continue
+                if len(fields) != len(names):
+                    raise SourceInputError(
+                        f"{len(fields)} fields, but the .dfm lists {len(names)} columns", where
+                    )
+                yield [
+                    _csv_value(name, field, null, metadata.binary, where)
+                    for name, field in zip(names, fields)
+                ], where
+        except csv.Error as exc:
+            raise SourceInputError(f"CSV: {exc}", f"{path} line {start}") from None
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
 
 
-def _utf8_text(path: Path) -> str:
-    """The file as text (a change-table file is read whole); not UTF-8 is an error naming
-    the line and byte."""
+def _not_utf8(path: Path) -> SourceInputError:
+    """The error of a file that is not UTF-8, naming the line and byte; read again whole
+    to find them (the text is read a chunk at a time, which knows neither)."""
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise SourceInputError(
+        return SourceInputError(
             f"not UTF-8 text (byte {data[exc.start]:#04x} at byte {exc.start})",
             f"{path} line {line}",
-        ) from None
+        )
+    return SourceInputError("not UTF-8 text (it changed while it was read)", str(path))
 
 
 def _csv_value(name: str, field: str, null: object, binary: frozenset[str], where: str) -> object:
@@ -545,22 +617,55 @@ def _csv_value(name: str, field: str, null: object, binary: frozenset[str], wher
     try:
         return bytes.fromhex(field)
     except ValueError:
-        message = f"binary column {name} holds {field!r}, not hex text"
+        message = f"binary column {shown(name)} holds {shown(field)}, not hex text"
         raise SourceInputError(message, where) from None
 
 
-def _parquet_records(path: Path, metadata: _Metadata) -> Iterator[tuple[list[object], str]]:
+def _parquet_records(
+    path: Path, metadata: _Metadata, held: _Held
+) -> Iterator[tuple[list[object], str]]:
+    """Records of a Parquet change-table file, a batch at a time; the values of its
+    records count as held."""
+    number = 0
     try:
-        data = pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise SourceInputError(f"cannot read Parquet: {exc}", str(path)) from None
-    if tuple(data.column_names) != metadata.names:
-        raise SourceInputError(
-            f"columns {data.column_names} are not the .dfm's {list(metadata.names)}", str(path)
-        )
-    columns = [column.to_pylist() for column in data.columns]
-    for number, record in enumerate(zip(*columns), start=1):
-        yield list(record), f"{path} row {number}"
+        parquet = pq.ParquetFile(path)
+        names = tuple(parquet.schema_arrow.names)
+        if names != metadata.names:
+            raise SourceInputError(
+                f"columns {shown(list(names))} are not the .dfm's {shown(list(metadata.names))}",
+                str(path),
+            )
+        for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for record in _batch_records(batch, path, number):
+                number += 1
+                where = f"{path} row {number}"
+                held.add(sum(_value_size(value) for value in record), where)
+                yield record, where
+    except (pa.ArrowException, OSError, ValueError) as exc:  # a name not UTF-8, too
+        raise SourceInputError(f"cannot read Parquet: {shown(str(exc))}", str(path)) from None
+
+
+def _batch_records(batch: pa.RecordBatch, path: Path, before: int) -> list[list[object]]:
+    """A batch's records as Python values; a value Python cannot hold (a date out of its
+    range) is an error naming its row, ``before`` the rows of the batches before."""
+    try:
+        return [list(record) for record in zip(*(column.to_pylist() for column in batch))]
+    except (ValueError, OverflowError, pa.ArrowException):
+        for row in range(batch.num_rows):  # which one: only once it is known to fail
+            for name, column in zip(batch.schema.names, batch.columns):
+                try:
+                    column[row].as_py()
+                except (ValueError, OverflowError, pa.ArrowException) as exc:
+                    raise SourceInputError(
+                        f"column {shown(name)}: {shown(str(exc))}",
+                        f"{path} row {before + row + 1}",
+                    ) from None
+        raise
+
+
+def _value_size(value: object) -> int:
+    """What a value read from Parquet holds: the length of text or bytes, 8 else."""
+    return len(value) if isinstance(value, (str, bytes)) else 8
 
 
 def _data_files(paths: str | Path | Iterable[str | Path]) -> list[Path]:
@@ -582,6 +687,7 @@ def read_files(
     *,
     header_prefix: str = HEADER_PREFIX,
     byte_order: ByteOrder | None = None,
+    max_buffered_bytes: int = MAX_BUFFERED_BYTES,
 ) -> list[ChangeEvent]:
     """The events of landed change-table files, merged in change_seq order.
 
@@ -589,11 +695,14 @@ def read_files(
     .parquet file needs its .dfm beside it (same name). ``keys`` (table -> key columns)
     overrides the .dfm's primaryKeyPos. Every file is read before any event is returned:
     before images pair with updates across files, and a table's DELETE rows decide its
-    masks' byte order.
+    masks' byte order. What the files hold is bounded by ``max_buffered_bytes``: a CSV
+    file's bytes, a Parquet file's values (text and bytes by their length, others 8).
     """
-    rows = []
+    rows, held = [], _Held(max_buffered_bytes)
     for path in _data_files(paths):
         metadata = _metadata(path, keys or {}, header_prefix)
         read = _parquet_records if path.suffix == ".parquet" else _csv_records
-        rows += (metadata.table.row(record, where) for record, where in read(path, metadata))
+        rows += (
+            metadata.table.row(record, where) for record, where in read(path, metadata, held)
+        )
     return change_events(rows, byte_order)

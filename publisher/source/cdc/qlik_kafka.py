@@ -22,7 +22,9 @@ values one after another, each after its length as a 4-byte big-endian integer, 
 what ``kcat -C -f '%R%s'`` writes. That keeps the topic as it was published, metadata and
 data in one order, each message decoded with the schema it names; an Avro container file
 would hold one schema for all of them. Errors name the message's 1-based index and the
-byte where its length starts. Where the documentation is unclear, both readings are
+byte where its length starts; a decoding error also names the byte where the bad part
+starts. Every datum is checked to be bounded (``avro_bounds``) before fastavro decodes it.
+Where the documentation is unclear, both readings are
 taken: a data envelope may embed its schema instead of naming one (its record must then
 name its table); masks may be bytes or hex text. What cannot be read fails loudly: a
 value in the schema registry's framing (byte 0 and a 4-byte registry id: the registry is
@@ -44,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import date, time
 from decimal import Decimal
 from functools import cached_property, lru_cache
-from typing import BinaryIO, Literal, NoReturn, TextIO, TypeVar
+from typing import BinaryIO, Literal, NamedTuple, NoReturn, TextIO, TypeVar
 
 import fastavro
 from fastavro.schema import SchemaParseException
@@ -52,7 +54,14 @@ from fastavro.types import Schema
 
 from publisher.errors import ConfigError, SourceInputError
 from publisher.model.changes import ChangeEvent
-from publisher.source.cdc import MAX_RECORD_BYTES
+from publisher.source.cdc import (
+    MAX_BUFFERED_BYTES,
+    MAX_RECORD_BYTES,
+    SHOWN_CHARACTERS,
+    shown,
+    unpublishable,
+)
+from publisher.source.cdc.avro_bounds import AvroBoundsError, check_bounds
 from publisher.source.cdc.mapping import (
     Image,
     KeyChangeWithoutBefore,
@@ -88,7 +97,21 @@ OPERATIONS = (REFRESH, INSERT, UPDATE, DELETE)
 # Qlik's binary data types; the event log holds binary as Base64 text, which is what
 # their JSON values already are (Avro gives bytes).
 BINARY_TYPES = frozenset({"BYTES", "BLOB", "BINARY", "VARBINARY"})
+# Integers in messages (ordinals, versions, counters) are Avro longs or their JSON form.
+_LONGS = range(-(2**63), 2**63)
+# A schema text longer than this is parsed each time it is named, not kept.
+_CACHED_SCHEMA_CHARACTERS = 1 << 20
+
+
+class _Schema(NamedTuple):
+    """A parsed Avro schema and its named types by full name, which avro_bounds needs."""
+
+    schema: Schema
+    named: dict[str, Schema]
+
+
 # The Replicate envelope, as Qlik's documentation gives it.
+_ENVELOPE_NAMED: dict[str, Schema] = {}
 ENVELOPE_SCHEMA = fastavro.parse_schema({
     "type": "record",
     "name": "MessageEnvelope",
@@ -100,7 +123,8 @@ ENVELOPE_SCHEMA = fastavro.parse_schema({
         {"name": "messageSchema", "type": ["null", "string"]},
         {"name": "message", "type": "bytes"},
     ],
-})
+}, named_schemas=_ENVELOPE_NAMED)
+_ENVELOPE = _Schema(ENVELOPE_SCHEMA, _ENVELOPE_NAMED)
 
 
 class KafkaMessageError(SourceInputError):
@@ -172,7 +196,9 @@ class TableMetadata:
 class DataMessage:
     """A data message: one row change. ``table_version`` is None when the message names
     none (the table's latest metadata applies); ``change_sequence`` is "" for a REFRESH
-    without one (Qlik's documented messages: the header applies to CDC operations only)."""
+    without one (Qlik's documented messages: the header applies to CDC operations only).
+    ``size`` is the message's length in its input (bytes of Avro, characters of a JSON
+    line), which an open transaction holds."""
 
     where: str
     schema: str | None
@@ -189,6 +215,7 @@ class DataMessage:
     column_mask: str | None
     data: Row | None
     before_data: Row | None
+    size: int = 0
 
 
 Message = TableMetadata | DataMessage
@@ -208,6 +235,8 @@ def parse_message(text: str, line: int) -> Message:
         )
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise KafkaMessageError(f"invalid JSON: {exc}", where) from None
+    except RecursionError:
+        raise KafkaMessageError("invalid JSON: nested too deep", where) from None
     if not isinstance(value, dict):
         raise KafkaMessageError("a message must be a JSON object", where)
     kind, message = _unwrap(value, where)
@@ -225,7 +254,7 @@ def parse_message(text: str, line: int) -> Message:
             f"wrapper type {kind!r} but the message is {'metadata' if is_metadata else 'data'}",
             where,
         )
-    return _metadata(message, where) if is_metadata else _data(message, where)
+    return _metadata(message, where) if is_metadata else _data(message, where, len(text))
 
 
 def _unwrap(value: dict, where: str) -> tuple[str | None, dict]:
@@ -233,7 +262,7 @@ def _unwrap(value: dict, where: str) -> tuple[str | None, dict]:
     if "magic" not in value:
         return None, value
     if value["magic"] != MAGIC:
-        raise KafkaMessageError(f"magic {value['magic']!r}, expected {MAGIC!r}", where)
+        raise KafkaMessageError(f"magic {_shown(value['magic'])}, expected {MAGIC!r}", where)
     kind = _envelope_type(value.get("type"), where)
     message = value.get("message")
     if not isinstance(message, dict):
@@ -250,7 +279,7 @@ def _envelope_type(kind: object, where: str) -> str:
     """The envelope's message type, MD or DT, the same in JSON and Avro."""
     if kind not in (METADATA_TYPE, DATA_TYPE):
         raise KafkaMessageError(
-            f"message type {kind!r} is neither metadata ({METADATA_TYPE!r}) nor data "
+            f"message type {shown(kind)} is neither metadata ({METADATA_TYPE!r}) nor data "
             f"({DATA_TYPE!r})",
             where,
         )
@@ -284,11 +313,14 @@ def _integer(parent: Mapping, name: str, where: str) -> int | None:
     if value is None:
         return None
     # Integral JSON numbers or Avro int and long only: "1" (text) or 1.0 would be guesses.
-    if isinstance(value, _Number) and value.text.lstrip("-").isdigit():
-        return int(value.text)
-    if isinstance(value, int) and not isinstance(value, bool):
+    # Not past a long: nothing counts that far, and int() refuses 4300 digits and more.
+    if isinstance(value, _Number) and value.text.lstrip("-").isdigit() and len(value.text) < 21:
+        value = int(value.text)
+    if isinstance(value, int) and not isinstance(value, bool) and value in _LONGS:
         return value
-    raise KafkaMessageError(f"{name} must be an integer, not {_shown(value)}", where)
+    raise KafkaMessageError(
+        f"{name} must be an integer from -2^63 to 2^63-1, not {_shown(value)}", where
+    )
 
 
 _T = TypeVar("_T")
@@ -304,13 +336,14 @@ def _required(
 
 
 def _shown(value: JsonValue | AvroValue) -> str:
-    if isinstance(value, _Number):
-        return value.text
+    """A value as an error message shows it (text and Avro values as cdc.shown does)."""
+    if isinstance(value, _Number):  # JSON number text: digits, signs, a point, an e
+        return value.text if len(value.text) <= SHOWN_CHARACTERS else shown(value.text)
     if isinstance(value, (dict, list)):
         return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
-    if value is None or isinstance(value, (str, bool)):
+    if value is None or isinstance(value, bool):
         return json.dumps(value)
-    return repr(value)  # an Avro value
+    return shown(value)
 
 
 def _metadata(message: dict, where: str) -> TableMetadata:
@@ -319,7 +352,7 @@ def _metadata(message: dict, where: str) -> TableMetadata:
     columns = []
     for name, spec in table_columns.items():
         if not isinstance(spec, dict):
-            raise KafkaMessageError(f"column {name!r} must be a JSON object", where)
+            raise KafkaMessageError(f"column {shown(name)} must be a JSON object", where)
         ordinal = _required(_integer, spec, "ordinal", where)
         key_position = _integer(spec, "primaryKeyPosition", where) or 0
         columns.append(
@@ -333,14 +366,16 @@ def _metadata(message: dict, where: str) -> TableMetadata:
     # Mask bit k-1 is ordinal k: the ordinals must be exactly 1..n for the masks to fit.
     ordinals = [column.ordinal for column in columns]
     if ordinals != list(range(1, len(columns) + 1)):
-        raise KafkaMessageError(f"column ordinals {ordinals} are not 1..{len(columns)}", where)
+        raise KafkaMessageError(
+            f"column ordinals {shown(ordinals)} are not 1..{len(columns)}", where
+        )
     keyed = sorted(
         (column for column in columns if column.key_position), key=lambda c: c.key_position
     )
     positions = [column.key_position for column in keyed]
     if len(set(positions)) != len(positions) or any(position < 0 for position in positions):
         raise KafkaMessageError(
-            f"primaryKeyPosition values {positions} repeat or are negative", where
+            f"primaryKeyPosition values {shown(positions)} repeat or are negative", where
         )
     return TableMetadata(
         where,
@@ -379,17 +414,19 @@ def _agreed(
     """The one value the places give for ``name``, None if none gives one."""
     values = {read(place, name, where) for place in places} - {None}
     if len(values) > 1:
-        raise KafkaMessageError(f"the message names {name} {sorted(values, key=str)}", where)
+        raise KafkaMessageError(
+            f"the message names {name} {shown(sorted(values, key=str))}", where
+        )
     return values.pop() if values else None
 
 
-def _data(message: dict, where: str) -> DataMessage:
+def _data(message: dict, where: str, size: int) -> DataMessage:
     headers = _object(message, "headers", where)
     schema, table, version = _naming(message, headers, where)
     operation = _required(_string, headers, "operation", where)
     if operation not in OPERATIONS:
         raise KafkaMessageError(
-            f"operation {operation!r} is none of {', '.join(OPERATIONS)}", where
+            f"operation {_shown(operation)} is none of {', '.join(OPERATIONS)}", where
         )
     # Seed 001: changeSequence applies to CDC operations only, not to a full load.
     sequence = (
@@ -413,6 +450,7 @@ def _data(message: dict, where: str) -> DataMessage:
         _mask(headers, "columnMask", where),
         _optional_object(message, "data", where),
         _optional_object(message, "beforeData", where),
+        size,
     )
 
 
@@ -499,12 +537,15 @@ def read_avro_messages(
                 f"{len(value)}",
                 where,
             )
-        yield _avro_message(value, where, schemas)
+        yield _avro_message(value, where, offset + 4, schemas)
         offset += 4 + length
 
 
-def _avro_message(value: bytes, where: str, schemas: dict[str, TableMetadata]) -> Message:
-    """The message one Kafka value holds in its Replicate envelope."""
+def _avro_message(
+    value: bytes, where: str, start: int, schemas: dict[str, TableMetadata]
+) -> Message:
+    """The message one Kafka value holds in its Replicate envelope; ``start`` is the byte
+    where the value starts in the input."""
     if not value.startswith(MAGIC.encode()):
         if value[:1] == b"\x00" and len(value) >= 5:
             registry_id = int.from_bytes(value[1:5], "big")
@@ -518,24 +559,29 @@ def _avro_message(value: bytes, where: str, schemas: dict[str, TableMetadata]) -
         raise KafkaMessageError(
             f"not a Replicate envelope (it starts {value[:5]!r}, not {MAGIC!r})", where
         )
-    envelope = _decoded(value, ENVELOPE_SCHEMA, "the Replicate envelope", where)
+    envelope = _decoded(value, _ENVELOPE, "the Replicate envelope", where, start)
+    # The message's bytes are the envelope's last field: its last bytes.
+    message_start = start + len(value) - len(envelope["message"])
     if _envelope_type(envelope["type"], where) == METADATA_TYPE:
-        return _avro_metadata(envelope, where, schemas)
-    return _avro_data(envelope, where, schemas)
+        return _avro_metadata(envelope, where, message_start, schemas)
+    return _avro_data(envelope, where, message_start, len(value), schemas)
 
 
-def _avro_metadata(envelope: dict, where: str, schemas: dict[str, TableMetadata]) -> TableMetadata:
-    """A metadata message, which embeds its own schema; recorded in ``schemas``."""
+def _avro_metadata(
+    envelope: dict, where: str, start: int, schemas: dict[str, TableMetadata]
+) -> TableMetadata:
+    """A metadata message, which embeds its own schema; recorded in ``schemas``. ``start``
+    is the byte where its message bytes start in the input."""
     own_schema = envelope["messageSchema"]
     if own_schema is None:
         raise KafkaMessageError(
-            f"metadata message names schema {envelope['messageSchemaId']!r} but does not "
-            "embed it (messageSchema)",
+            f"metadata message names schema {shown(envelope['messageSchemaId'])} but does "
+            "not embed it (messageSchema)",
             where,
         )
     record = _decoded(
         envelope["message"], _avro_schema(own_schema, "messageSchema", where),
-        "the metadata message", where,
+        "the metadata message", where, start,
     )
     metadata = _metadata(_record(record, "metadata", where), where)
     if metadata.data_schema is not None:  # a bad dataSchema is this message's error
@@ -545,51 +591,64 @@ def _avro_metadata(envelope: dict, where: str, schemas: dict[str, TableMetadata]
     return metadata
 
 
-def _avro_data(envelope: dict, where: str, schemas: Mapping[str, TableMetadata]) -> DataMessage:
+def _avro_data(
+    envelope: dict, where: str, start: int, size: int, schemas: Mapping[str, TableMetadata]
+) -> DataMessage:
     """A data message, decoded with the dataSchema of the metadata message it names (or
-    with the schema it embeds), then read as a JSON data message is."""
+    with the schema it embeds), then read as a JSON data message is. ``start`` is the byte
+    where its message bytes start in the input, ``size`` the length of its Kafka value."""
     own_schema, schema_id = envelope["messageSchema"], envelope["messageSchemaId"]
     metadata = None if schema_id is None else schemas.get(schema_id)
     if own_schema is not None:  # self-describing: its record must name its table
         schema = _avro_schema(own_schema, "messageSchema", where)
     elif metadata is None:
         raise KafkaMessageError(
-            f"data message names schema {schema_id!r}, which no metadata message before it "
-            "had (schemaId): its table version is unknown",
+            f"data message names schema {shown(schema_id)}, which no metadata message before "
+            "it had (schemaId): its table version is unknown",
             where,
         )
     elif metadata.data_schema is None:
         raise KafkaMessageError(
-            f"data message names schema {schema_id!r}, but its metadata message "
+            f"data message names schema {shown(schema_id)}, but its metadata message "
             f"({metadata.where}) has no dataSchema",
             where,
         )
     else:
         schema = _avro_schema(metadata.data_schema, "dataSchema", metadata.where)
-    record = _record(_decoded(envelope["message"], schema, "the data message", where),
-                     "data", where)
+    datum = _decoded(envelope["message"], schema, "the data message", where, start)
+    record = _record(datum, "data", where)
     if metadata is not None:  # the record names no table: its metadata message does
         lineage = {
             "schema": metadata.schema, "table": metadata.table,
             "tableVersion": metadata.table_version,
         }
         record = {"lineage": lineage, **record}
-    return _data(record, where)
+    return _data(record, where, size)
 
 
-def _decoded(data: bytes, schema: Schema, label: str, where: str) -> object:
-    """The one Avro datum ``data`` holds, all of it."""
+def _decoded(data: bytes, schema: _Schema, label: str, where: str, start: int) -> object:
+    """The one Avro datum ``data`` holds, all of it; ``start`` is the byte where ``data``
+    starts in the input, which errors name. Bounded (avro_bounds) before fastavro reads
+    it."""
+    try:
+        check_bounds(data, schema.schema, schema.named)
+    except AvroBoundsError as exc:
+        at = f"at byte {start + exc.offset}: {exc}"
+        if exc.truncated:
+            raise KafkaMessageError(
+                f"{label} ends inside its record: truncated, or not written with its schema "
+                f"({at})",
+                where,
+            ) from None
+        raise KafkaMessageError(f"{label} does not match its schema {at}", where) from None
     buffer = io.BytesIO(data)
     try:
-        datum = fastavro.schemaless_reader(buffer, schema)
-    except EOFError:
+        datum = fastavro.schemaless_reader(buffer, schema.schema)
+    # Text not UTF-8, a date out of range... (the walk has checked the lengths already).
+    except (EOFError, ValueError, LookupError, OverflowError) as exc:
         raise KafkaMessageError(
-            f"{label} ends inside its record: truncated, or not written with its schema",
+            f"{label} does not match its schema ({type(exc).__name__}: {shown(str(exc))})",
             where,
-        ) from None
-    except (ValueError, LookupError, OverflowError) as exc:
-        raise KafkaMessageError(
-            f"{label} does not match its schema ({type(exc).__name__}: {exc})", where
         ) from None
     left = len(data) - buffer.tell()
     if left:
@@ -605,20 +664,37 @@ def _record(datum: object, kind: str, where: str) -> dict:
     return datum
 
 
-def _avro_schema(text: str, label: str, where: str) -> Schema:
-    """The parsed Avro schema ``text`` (cached: every data message of a table version, and
-    every metadata message, names the same one)."""
+def _avro_schema(text: str, label: str, where: str) -> _Schema:
+    """The parsed Avro schema ``text`` (cached unless long: every data message of a table
+    version, and every metadata message, names the same one). A field name XML cannot
+    carry would be a column name that cannot be published: the schema is refused."""
+    parse = _parsed_schema if len(text) <= _CACHED_SCHEMA_CHARACTERS else _parse_schema
     try:
-        return _parsed_schema(text)
+        parsed = parse(text)
     except (SchemaParseException, ValueError, TypeError, LookupError) as exc:
         raise KafkaMessageError(
-            f"{label} is not an Avro schema ({type(exc).__name__}: {exc})", where
+            f"{label} is not an Avro schema ({type(exc).__name__}: {shown(str(exc))})", where
         ) from None
+    except RecursionError:
+        raise KafkaMessageError(f"{label} is not an Avro schema: nested too deep", where) from None
+    for definition in parsed.named.values():
+        for field_ in definition.get("fields", ()):
+            name, record = field_["name"], shown(definition["name"])
+            if not isinstance(name, str):  # fastavro takes any
+                raise KafkaMessageError(
+                    f"{label}: field {shown(name)} of {record} is not text", where
+                )
+            if problem := unpublishable(name):
+                raise KafkaMessageError(f"{label}: field {problem} (of {record})", where)
+    return parsed
 
 
-@lru_cache(maxsize=256)
-def _parsed_schema(text: str) -> Schema:
-    return fastavro.parse_schema(json.loads(text))
+def _parse_schema(text: str) -> _Schema:
+    named: dict[str, Schema] = {}
+    return _Schema(fastavro.parse_schema(json.loads(text), named_schemas=named), named)
+
+
+_parsed_schema = lru_cache(maxsize=256)(_parse_schema)
 
 
 # --- messages to events ---------------------------------------------------------------
@@ -643,6 +719,7 @@ class _Transaction:
     first_where: str
     parts: dict[int, list[ChangeEvent]] = field(default_factory=dict)
     last: int | None = None
+    size: int = 0  # the length of its messages so far
 
 
 class MessageTransactions:
@@ -667,12 +744,17 @@ class MessageTransactions:
     position within the message).
 
     ``schemas`` holds the metadata messages by schemaId for ``read_avro_messages``, which
-    fills it: kept here, it lasts across inputs as the rest of the metadata does."""
+    fills it: kept here, it lasts across inputs as the rest of the metadata does.
 
-    def __init__(self) -> None:
+    The open transactions hold at most ``max_buffered_bytes`` of messages (their
+    ``size``): a message that would take them past it is an error naming it and its
+    transaction (docs/change-formats.md, Errors)."""
+
+    def __init__(self, max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> None:
         self._versions: dict[tuple[str | None, str], dict[int | None, TableMetadata]] = {}
         self._latest: dict[tuple[str | None, str], TableMetadata] = {}
         self._open: dict[str, _Transaction] = {}
+        self._max_buffered, self._buffered = max_buffered_bytes, 0
         self.schemas: dict[str, TableMetadata] = {}
         self.incomplete: tuple[IncompleteTransaction, ...] = ()
 
@@ -696,25 +778,26 @@ class MessageTransactions:
             for txid, tx in self._open.items()
         )
         self._open.clear()
+        self._buffered = 0
         for tx in self.incomplete:
             logger.warning(
                 "Qlik Kafka input ended inside transaction %s (from %s; counters %s of "
                 "%s): not emitted",
-                tx.transaction_id, tx.first_where, list(tx.counters),
+                shown(tx.transaction_id), tx.first_where, shown(list(tx.counters)),
                 tx.last if tx.last is not None else "an unknown last",
             )
         return self.incomplete
 
     def _metadata(self, message: DataMessage) -> TableMetadata:
         table = (message.schema, message.table)
-        shown = ".".join(part for part in table if part)
+        named = shown(".".join(part for part in table if part))
         if message.table_version is None:
             metadata = self._latest.get(table)
         else:
             metadata = self._versions.get(table, {}).get(message.table_version)
-            shown += f" version {message.table_version}"
+            named += f" version {message.table_version}"
         if metadata is None:
-            raise KafkaMessageError(f"no metadata message seen for table {shown}", message.where)
+            raise KafkaMessageError(f"no metadata message seen for table {named}", message.where)
         return metadata
 
     def _collect(self, message: DataMessage, events: list[ChangeEvent]) -> list[ChangeEvent]:
@@ -725,30 +808,42 @@ class MessageTransactions:
         if counter < 1:
             raise KafkaMessageError(f"transactionEventCounter {counter} is not 1 or more", where)
         tx = self._open.setdefault(txid, _Transaction(where))
+        named = shown(txid)
         if counter in tx.parts:
             raise KafkaMessageError(
-                f"transaction {txid} has transactionEventCounter {counter} twice", where
+                f"transaction {named} has transactionEventCounter {counter} twice", where
             )
         if message.last_event:
             if tx.last is not None:
                 raise KafkaMessageError(
-                    f"transaction {txid} has two last events ({tx.last} and {counter})", where
+                    f"transaction {named} has two last events ({tx.last} and {counter})", where
                 )
             beyond = [seen for seen in tx.parts if seen > counter]
             if beyond:
                 raise KafkaMessageError(
-                    f"transaction {txid} ends at event {counter} but has event {max(beyond)}",
+                    f"transaction {named} ends at event {counter} but has event {max(beyond)}",
                     where,
                 )
             tx.last = counter
         elif tx.last is not None and counter > tx.last:
             raise KafkaMessageError(
-                f"transaction {txid} ended at event {tx.last}; event {counter} is beyond it", where
+                f"transaction {named} ended at event {tx.last}; event {counter} is beyond it",
+                where,
+            )
+        if self._buffered + message.size > self._max_buffered:
+            raise KafkaMessageError(
+                f"open transactions would hold {self._buffered + message.size} bytes of "
+                f"messages with this one, more than the {self._max_buffered} a reader holds "
+                f"until transactions end (transaction {named}, from {tx.first_where})",
+                where,
             )
         tx.parts[counter] = events
+        tx.size += message.size
+        self._buffered += message.size
         if tx.last is None or len(tx.parts) < tx.last:
             return []
         del self._open[txid]
+        self._buffered -= tx.size
         return [event for counter in sorted(tx.parts) for event in tx.parts[counter]]
 
 
@@ -760,14 +855,14 @@ def _events(metadata: TableMetadata, message: DataMessage) -> list[ChangeEvent]:
         return row_change_events(change, order)
     except KeyValueMissing as exc:
         image = {"after": "data", "before": "beforeData"}[exc.image]
-        shown = "data and beforeData" if message.operation == DELETE else image
+        images = "data and beforeData" if message.operation == DELETE else image
         raise KafkaMessageError(
-            f"key column {exc.column} is null or absent in {shown}", message.where
+            f"key column {shown(exc.column)} is null or absent in {images}", message.where
         ) from None
     except KeyChangeWithoutBefore as exc:
         raise KafkaMessageError(
-            f"UPDATE changes key column(s) {list(exc.columns)} but has no beforeData to name "
-            "the old row",
+            f"UPDATE changes key column(s) {shown(list(exc.columns))} but has no beforeData to "
+            "name the old row",
             message.where,
         ) from None
 
@@ -777,16 +872,16 @@ def _row_change(metadata: TableMetadata, message: DataMessage) -> RowChange:
     where, names, keys = message.where, metadata.names, metadata.keys
     if not keys:
         raise KafkaMessageError(
-            f"table {metadata.table} has no key column in its metadata ({metadata.where}: "
-            "no primaryKeyPosition above 0)",
+            f"table {shown(metadata.table)} has no key column in its metadata "
+            f"({metadata.where}: no primaryKeyPosition above 0)",
             where,
         )
     for label, row in (("data", message.data), ("beforeData", message.before_data)):
         unknown = sorted(set(row or ()) - set(names))
         if unknown:
             raise KafkaMessageError(
-                f"{label} has column(s) {unknown} that table {metadata.table}'s metadata "
-                f"({metadata.where}) does not list",
+                f"{label} has column(s) {shown(unknown)} that table {shown(metadata.table)}'s "
+                f"metadata ({metadata.where}) does not list",
                 where,
             )
     present = _marked(message.column_mask, "columnMask", names, where)
@@ -848,7 +943,9 @@ def _column_text(metadata: TableMetadata, row: Row, name: str, where: str) -> st
         if isinstance(value, str) and _is_base64(value):
             return value
         raise KafkaMessageError(
-            f"column {name} of type {column.type} holds {_shown(value)}, not Base64 text", where
+            f"column {shown(name)} of type {shown(column.type)} holds {_shown(value)}, not "
+            "Base64 text",
+            where,
         )
     if isinstance(value, _Number):
         return value.text
@@ -857,7 +954,7 @@ def _column_text(metadata: TableMetadata, row: Row, name: str, where: str) -> st
         return event_log_text(value, single_precision=kind == "REAL4", timespec="microseconds")
     except NoEventLogText:
         raise KafkaMessageError(
-            f"column {name} holds {_shown(value)}, not a single finite value", where
+            f"column {shown(name)} holds {_shown(value)}, not a single finite value", where
         ) from None
 
 

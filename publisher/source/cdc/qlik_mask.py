@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Literal
 
 from publisher.errors import ConfigError, XdspubError
+from publisher.source.cdc import shown
 
 ByteOrder = Literal["little", "big"]
 
@@ -38,7 +39,7 @@ def hex_mask_bytes(text: str) -> bytes:
     """The bytes hex text spells; anything but whole hex bytes is a MaskError."""
     # bytes.fromhex alone would accept spaces between bytes, int() underscores and "0x".
     if not _HEX_BYTES.fullmatch(text):
-        raise MaskError(f"mask {text!r} is not hex text of whole bytes", text)
+        raise MaskError(f"mask {shown(text)} is not hex text of whole bytes", text)
     return bytes.fromhex(text)
 
 
@@ -68,7 +69,7 @@ def _marked_columns(
     width = _change_table_width(header_count, columns)
     if value.bit_length() > width:
         raise MaskError(
-            f"change mask {label!r} sets bit {value.bit_length() - 1}, beyond the last column "
+            f"change mask {shown(label)} sets bit {value.bit_length() - 1}, beyond the last column "
             f"of the change table ({header_count} header and {len(columns)} data columns: "
             f"bits 0..{width - 1})",
             label,
@@ -115,7 +116,7 @@ def delete_fits(
 def _check_keys(table: str, columns: Sequence[str], keys: Collection[str]) -> None:
     unknown = sorted(set(keys) - set(columns))
     if unknown:
-        raise ConfigError(f"change table {table!r} has no key column(s) {unknown}")
+        raise ConfigError(f"change table {shown(table)} has no key column(s) {shown(unknown)}")
 
 
 def choose_byte_order(
@@ -141,9 +142,9 @@ def choose_byte_order(
         )
         if not remaining:
             raise MaskError(
-                f"change table {table!r}: no byte order makes every DELETE row mark exactly "
-                f"the key columns {sorted(keys)}; the first that fails is DELETE row {row} "
-                f"with change mask {text!r}",
+                f"change table {shown(table)}: no byte order makes every DELETE row mark "
+                f"exactly the key columns {shown(sorted(keys))}; the first that fails is DELETE "
+                f"row {row} with change mask {shown(text)}",
                 text,
             )
     return remaining[0] if len(remaining) == 1 else None
@@ -163,7 +164,7 @@ def kafka_ordinals(text: str, column_count: int) -> tuple[int, ...]:
     value = hex_mask_value(text, "big")
     if value.bit_length() > column_count:
         raise MaskError(
-            f"mask {text!r} marks ordinal {value.bit_length()}, beyond the table's "
+            f"mask {shown(text)} marks ordinal {value.bit_length()}, beyond the table's "
             f"{column_count} columns",
             text,
         )
