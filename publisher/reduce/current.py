@@ -29,25 +29,31 @@ def current_pass(
     dropped. A child table's rows give their class's multi-valued cells. Column by column
     with pyarrow (vectorised_state.py); ``vectorised=False`` applies the rules row by row
     (the tests compare the two)."""
-    if vectorised:
-        columns = StateColumns(catalogue, owner, table)
-        return lambda batches: (columns.state(batch) for batch in batches)
     child = table is not owner
 
-    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            out = []
-            for row in batch.to_pylist():
-                key = current_key(table, table.key_columns, row, owner.key_columns)
-                if key is not None:
-                    cells = (
-                        child_cells(catalogue, table, row) if child
-                        else current_cells(catalogue, table, table.key_columns, row)
-                    )
-                    out.append(STATE.row(owner.name, key, found=not child, cells=cells))
-            yield STATE.batch(out)
+    def by_rules(batch: pa.RecordBatch) -> pa.RecordBatch:
+        out = []
+        for row in batch.to_pylist():
+            key = current_key(table, table.key_columns, row, owner.key_columns)
+            if key is not None:
+                cells = (
+                    child_cells(catalogue, table, row) if child
+                    else current_cells(catalogue, table, table.key_columns, row)
+                )
+                out.append(STATE.row(owner.name, key, found=not child, cells=cells))
+        return STATE.batch(out)
 
-    return rows
+    if not vectorised:
+        return lambda batches: map(by_rules, batches)
+    columns = StateColumns(catalogue, owner, table)
+
+    def state(batch: pa.RecordBatch) -> pa.RecordBatch:
+        try:
+            return columns.state(batch)
+        except Exception:  # the rules take the batch then, a value at a time (each one's error kept)
+            return by_rules(batch)
+
+    return lambda batches: map(state, batches)
 
 
 Wanted = Mapping[str, "Collection[tuple[str, ...]] | None"]  # census.Census.wanted

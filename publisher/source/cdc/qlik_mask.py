@@ -1,4 +1,4 @@
-"""Qlik change masks (docs/change-formats.md, Qlik change tables and Qlik Kafka messages):
+"""Qlik change masks (docs/change-formats.md, Qlik change tables; Qlik Kafka messages):
 which columns a change-table row or a Kafka data message marks, and, for change tables
 landed as files, which byte order the hex text uses, chosen per table from its DELETE
 rows. Pure decoding, no I/O."""
