@@ -71,13 +71,15 @@ class Folder:
                 self.token = secrets.token_hex(8)
 
     def write(self, final_name: str, data: bytes) -> str:
-        """``data`` in a new temporary file for ``final_name`` (not flushed to disk); its
+        """``data`` in a new temporary file for ``final_name``, flushed to disk (its own
+        fsync: a global sync would wait for every other process's writes too); its
         temporary name."""
         fd, name = self.create(final_name)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
+            os.fsync(fd)
         except BaseException:
             self.remove(name)
             raise
