@@ -95,6 +95,11 @@ def _session(master: str, driver_options: str) -> SparkSession:
         # the driver, so there Spark's own choice (or SPARK_LOCAL_IP) stands.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1")
+        # The driver's RPC and block manager ports refuse a peer without the application's
+        # secret: any local user could reach them otherwise. Spark draws that secret itself
+        # for a local master, 256 random bits a session (a configured one is not used); a
+        # cluster's is the operator's (README, Running on a Spark cluster).
+        builder = builder.config("spark.authenticate", "true")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _warm_up(spark)

@@ -104,3 +104,37 @@ def test_the_installed_command_by_its_full_path_runs_a_spark_cycle(tmp_path: Pat
     if not script.is_file():
         pytest.skip(f"no installed xdspub at {script}")
     export_without_python_on_the_path([str(script)], tmp_path)
+
+
+def _endpoint_without_the_secret(spark, port: int, name: str) -> str | None:
+    """Ask the driver's RPC server at ``port`` for its endpoint ``name`` as a Spark client
+    with no secret (a client RPC environment of its own in this JVM): None when it answers,
+    else why the driver refused."""
+    jvm = spark.sparkContext._jvm
+    conf = jvm.org.apache.spark.SparkConf(False).set("spark.rpc.askTimeout", "60s")
+    manager_class = jvm.org.apache.spark.SecurityManager
+    manager = manager_class(
+        conf,
+        getattr(manager_class, "$lessinit$greater$default$2")(),
+        getattr(manager_class, "$lessinit$greater$default$3")(),
+    )
+    client = jvm.org.apache.spark.rpc.RpcEnv.create("probe", "127.0.0.1", 0, conf, manager, True)
+    try:
+        client.setupEndpointRef(jvm.org.apache.spark.rpc.RpcAddress("127.0.0.1", port), name)
+        return None
+    except Exception as refused:  # py4j's error carrying the JVM's exception
+        return str(refused).splitlines()[0]
+    finally:
+        client.shutdown()
+
+
+def test_a_local_driver_refuses_a_peer_without_the_secret(spark) -> None:
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.master").startswith("local")
+    port = int(conf.get("spark.driver.port"))
+    assert _endpoint_without_the_secret(spark, port, "HeartbeatReceiver") is not None
+    assert conf.get("spark.authenticate") == "true"  # the block manager's port too
+    # Python workers, a shuffle and the block manager still work.
+    frame = spark.range(1000).repartition(3, "id").mapInArrow(lambda b: b, "id BIGINT")
+    assert frame.groupBy().sum("id").collect()[0][0] == 499500
+    assert spark.sparkContext.broadcast([1, 2]).value == [1, 2]
