@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from publisher.delivery.documents import Folder, document_bytes, document_name
 from publisher.delivery.ordered import OrderedCommands, in_memory
@@ -73,3 +74,9 @@ def test_the_single_file_is_flushed_before_its_rename_and_its_folder_after(tmp_p
     sink = FileSink(tmp_path / "out.xml")
     assert flushes(lambda: sink.publish(ordered([1, 2]))) == ["fsync", "replace", "fsync"]
     assert [p.name for p in tmp_path.iterdir()] == ["out.xml"]
+
+
+@pytest.mark.parametrize("form", ["directory", "file"])
+def test_a_heartbeat_is_flushed_before_its_rename_and_its_folder_after(tmp_path: Path, form: str) -> None:
+    sink = DirectorySink(tmp_path, batch_size=1) if form == "directory" else FileSink(tmp_path / "out.xml")
+    assert flushes(sink.heartbeat) == ["fsync", "replace", "fsync"]

@@ -60,6 +60,7 @@ class FileSink:
 
     def heartbeat(self) -> None:
         write_durably(self.path, _heartbeat)
+        sync_directory(self.path.parent)
 
 
 class StdoutSink:
@@ -133,6 +134,7 @@ class DirectorySink:
     def heartbeat(self) -> None:
         """The latest heartbeat, always under one name."""
         write_durably(self.directory / HEARTBEAT_NAME, _heartbeat)
+        sync_directory(self.directory)
 
 
 def open_sink(out: str, batch_size: int) -> Sink:
