@@ -189,13 +189,17 @@ def _run(
 
 @contextmanager
 def _work_folder(sink: Sink) -> Iterator[Path]:
-    """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed after."""
+    """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed after;
+    the ones that killed cycles left there are swept first."""
+    from publisher.delivery.work import WorkFolder, sweep_once
+
+    sweep_once(sink.work_parent)
     try:
-        work = tempfile.TemporaryDirectory(prefix=".xdspub-work-", dir=sink.work_parent)
+        work = WorkFolder(sink.work_parent)
     except OSError as exc:
         raise SinkError(f"cannot write in {sink.work_parent}: {exc.strerror or exc}") from exc
-    with work:
-        yield Path(work.name)
+    with work as path:
+        yield path
 
 
 def _cycle(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,6 +68,12 @@ def _session(master: str, driver_options: str) -> SparkSession:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     pa.set_memory_pool(pa.system_memory_pool())  # this process's pyarrow is loaded already
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")  # the JVM's threads would each get one
+    # The Python workers run this interpreter, where xdspub and pyarrow are installed, not
+    # the first `python3` on the PATH: a service started by its full path has its virtual
+    # environment off the PATH. A cluster's executors run it at the same path (README,
+    # Running on a Spark cluster). PYSPARK_PYTHON, when given, stands.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Quiet start-up: Spark's default logging prints a screen of warnings.
     log_config = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config} {JAVA_OPTIONS}"
@@ -88,6 +95,11 @@ def _session(master: str, driver_options: str) -> SparkSession:
         # the driver, so there Spark's own choice (or SPARK_LOCAL_IP) stands.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1")
+        # The driver's RPC and block manager ports refuse a peer without the application's
+        # secret: any local user could reach them otherwise. Spark draws that secret itself
+        # for a local master, 256 random bits a session (a configured one is not used); a
+        # cluster's is the operator's (README, Running on a Spark cluster).
+        builder = builder.config("spark.authenticate", "true")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _warm_up(spark)

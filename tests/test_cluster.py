@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import sqlite3
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,22 +93,23 @@ def _wait_for_worker(cluster: Cluster, processes: list[subprocess.Popen]) -> str
             if cluster.state().get("aliveworkers", 0) >= 1:
                 return None
             problem = "the master is up, but no worker has registered"
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or its state page half written
             pass
         time.sleep(1)
     return f"{problem} within {START_TIMEOUT} s"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Cluster:
+@contextmanager
+def _started_cluster(root: Path, conf_dir: Path | None = None) -> Iterator[Cluster]:
+    """A master and a worker in ``root``, with Spark's configuration folder ``conf_dir``
+    (spark-defaults.conf) if given; stopped after."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
     spark_class = home / "bin" / "spark-class"
     if not os.access(spark_class, os.X_OK):
         pytest.fail(f"{spark_class} missing or not executable: this pyspark cannot start a cluster")
-    root = tmp_path_factory.mktemp("cluster")
-    (root / "local").mkdir()
+    (root / "local").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.update(
         SPARK_HOME=str(home),
@@ -114,6 +118,8 @@ def cluster(tmp_path_factory) -> Cluster:
         # The master's REST submission server would take the fixed port 6066.
         SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
     )
+    if conf_dir is not None:
+        env["SPARK_CONF_DIR"] = str(conf_dir)
     master_port, master_ui, worker_ui = free_port(), free_port(), free_port()
     cluster = Cluster(
         url=f"spark://127.0.0.1:{master_port}",
@@ -149,6 +155,12 @@ def cluster(tmp_path_factory) -> Cluster:
     finally:
         for process in reversed(processes):  # the worker (and its executors) first
             _stop(process)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with _started_cluster(tmp_path_factory.mktemp("cluster")) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
@@ -212,13 +224,19 @@ def _essentials(stderr: str) -> str:
     return "\n".join(dict.fromkeys(kept)) or stderr[-3000:]
 
 
-def _run(db: Path, out: Path, master: str, cwd: Path, db_arg: str | None = None, out_arg: str | None = None) -> Run:
+def _run(
+    db: Path, out: Path, master: str, cwd: Path, db_arg: str | None = None,
+    out_arg: str | None = None, conf_dir: Path | None = None,
+) -> Run:
     """``xdspub export`` of ``db`` into the directory ``out`` (or the given --db and --out
-    arguments, relative to ``cwd``), in a subprocess with its own Spark driver. A cluster's
-    master URL is given as ``spark.master`` in a TOML file, local ones with --master."""
+    arguments, relative to ``cwd``), in a subprocess with its own Spark driver, reading
+    Spark's configuration from ``conf_dir`` if given. A cluster's master URL is given as
+    ``spark.master`` in a TOML file, local ones with --master."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDSPUB_", "SPARK_", "PYSPARK_"))}
     # The executors' Python workers must be this interpreter, where xdspub is installed.
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    if conf_dir is not None:
+        env["SPARK_CONF_DIR"] = str(conf_dir)
     command = [
         sys.executable, "-m", "publisher", "export", "--db", db_arg or f"sqlite:///{db}",
         "--out", out_arg or str(out), "--batch-size", BATCH_SIZE,
@@ -312,3 +330,31 @@ def test_relative_paths_work_on_the_cluster(cluster, exports, template_db, tmp_p
     assert run.returncode == 0, f"exit {run.returncode}:\n{_essentials(run.stderr)}"
     assert run.files == exports["local"].files
     assert _statuses(db) == _statuses(exports["local"].db)
+
+
+def test_a_cluster_with_a_shared_secret_runs_the_export(exports, template_db, tmp_path_factory):
+    """The operator's spark-defaults.conf (README, Running on a Spark cluster) gives the
+    master, the worker and xdspub's driver the same secret: the export runs as on local[2],
+    every party authenticated, and the secret is in no log (nor the executors' command
+    lines, which their logs begin with)."""
+    root = tmp_path_factory.mktemp("secured")
+    conf = root / "conf"
+    conf.mkdir(mode=0o700)
+    secret = secrets.token_hex(32)
+    defaults = conf / "spark-defaults.conf"
+    defaults.write_text(f"spark.authenticate true\nspark.authenticate.secret {secret}\n")
+    defaults.chmod(0o600)
+    db = _copy(template_db, root / "export")
+    with _started_cluster(root / "cluster", conf) as secured:
+        run = _run(db, root / "export" / "out", secured.url, cwd=root / "export", conf_dir=conf)
+        executor_logs = sorted(secured.work_dir.glob("app-*/*/stderr"))
+        assert run.returncode == 0, f"exit {run.returncode}:\n{_essentials(run.stderr)}\n{secured.logs()}"
+        assert run.files == exports["local"].files
+        assert _statuses(db) == _statuses(exports["local"].db)
+        assert executor_logs, secured.logs()
+        for log in (secured.master_log, secured.worker_log):
+            assert "authentication enabled" in log.read_text(errors="replace"), _tail(log)
+        # An executor's log starts with its command line: authenticated, with no secret.
+        assert all('"-Dspark.authenticate=true"' in p.read_text() for p in executor_logs)
+        for log in (secured.master_log, secured.worker_log, *executor_logs):
+            assert secret not in log.read_text(errors="replace"), f"the secret is in {log}"

@@ -1,11 +1,22 @@
 """Documents written relative to their folder (delivery/documents.py): a temporary name
-already taken, by a file or a planted link, is never opened; another is drawn."""
+already taken, by a file or a planted link, is never opened; another is drawn. Each file
+is flushed to disk before its rename, and its folder after (docs/delivery.md,
+Durability)."""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
-from publisher.delivery.documents import Folder, document_bytes
+import pyarrow as pa
+import pytest
+
+from publisher.delivery.documents import Folder, document_bytes, document_name
+from publisher.delivery.ordered import OrderedCommands, in_memory
+from publisher.delivery.sinks import DirectorySink, FileSink
+from publisher.model.rows import COMMANDS
 
 
 def test_a_taken_temporary_name_is_left_alone_and_another_drawn(tmp_path):
@@ -21,3 +32,51 @@ def test_a_taken_temporary_name_is_left_alone_and_another_drawn(tmp_path):
         folder.replace(name, "00000000000000000001.xml")
     assert (folder_path / "00000000000000000001.xml").read_bytes() == document
     assert not outside.exists()
+
+
+def ordered(ids: list[int]) -> OrderedCommands:
+    """One status command per record_id, in that order."""
+    xml = [b'<status level="success" event-id="%d"/>' % i for i in ids]
+    batch = pa.RecordBatch.from_pydict(
+        {"cmd_time": [float(i) for i in ids], "cmd_id": ids, "xml": xml}, schema=COMMANDS.arrow
+    )
+    return in_memory([batch])
+
+
+def flushes(publish: Callable[[], object]) -> list[str]:
+    """The names of the flushes and renames ``publish`` makes, in order, as it runs (the
+    real calls, observed by a profile hook)."""
+    watched = {id(f): f.__name__ for f in (os.fsync, os.fdatasync, os.sync, os.replace)}
+    calls: list[str] = []
+
+    def observe(_frame, event: str, function: object) -> None:
+        if event == "c_call" and id(function) in watched:
+            calls.append(watched[id(function)])
+
+    sys.setprofile(observe)
+    try:
+        publish()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_each_document_is_flushed_before_the_renames_and_the_folder_after(tmp_path: Path) -> None:
+    sink = DirectorySink(tmp_path, batch_size=2)
+    calls = flushes(lambda: sink.publish(ordered([3, 5, 8, 9, 12])))
+    # Three documents, each fsynced as written; the renames; one fsync of the folder. No
+    # global sync, whose cost follows other processes' writes.
+    assert calls == ["fsync"] * 3 + ["replace"] * 3 + ["fsync"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [document_name(i) for i in (3, 8, 12)]
+
+
+def test_the_single_file_is_flushed_before_its_rename_and_its_folder_after(tmp_path: Path) -> None:
+    sink = FileSink(tmp_path / "out.xml")
+    assert flushes(lambda: sink.publish(ordered([1, 2]))) == ["fsync", "replace", "fsync"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.xml"]
+
+
+@pytest.mark.parametrize("form", ["directory", "file"])
+def test_a_heartbeat_is_flushed_before_its_rename_and_its_folder_after(tmp_path: Path, form: str) -> None:
+    sink = DirectorySink(tmp_path, batch_size=1) if form == "directory" else FileSink(tmp_path / "out.xml")
+    assert flushes(sink.heartbeat) == ["fsync", "replace", "fsync"]

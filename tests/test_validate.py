@@ -5,6 +5,9 @@ and the command's exit codes."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,13 @@ from lxml import etree
 
 from publisher.cli import cli
 from publisher.delivery.documents import write_stream
-from publisher.render.validate import Problem, documents, validate_bytes, validate_paths
+from publisher.render.validate import (
+    Problem,
+    documents,
+    validate_bytes,
+    validate_file,
+    validate_paths,
+)
 from publisher.render.xds import heartbeat_xml
 
 CONFORMANCE = sorted((Path(__file__).parent / "conformance").glob("*.xml"))
@@ -199,15 +208,71 @@ def test_a_document_that_is_not_well_formed_is_a_problem_at_its_line() -> None:
     assert empty.element is None and empty.line == 1
 
 
-def test_no_entity_is_expanded_and_nothing_is_fetched(tmp_path: Path) -> None:
-    secret = tmp_path / "secret.txt"
-    secret.write_text("crown jewels")
-    data = (
-        f'<?xml version="1.0"?><!DOCTYPE nds [<!ENTITY s SYSTEM "file://{secret}">]>'
-        '<nds dtdversion="4.0"><input><delete class-name="t"><association>&s;</association>'
-        "</delete></input></nds>"
+def with_doctype(doctype: str, association: str = "idu=1") -> bytes:
+    """A valid document but for the DOCTYPE (line 3, after a comment that looks like one)
+    and the text of its <association> (line 6)."""
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<!-- <!DOCTYPE nds> -->\n{doctype}\n'
+        '<nds dtdversion="4.0">\n<input><delete class-name="usr">\n'
+        f"<association>{association}</association></delete></input>\n</nds>\n"
     ).encode()
-    assert all("crown jewels" not in str(p) for p in validate_bytes(data, "x.xml"))
+
+
+def test_a_doctype_is_refused_at_its_line() -> None:
+    valid = with_doctype("<!-- no DOCTYPE -->")
+    assert validate_bytes(valid, "v.xml") == []
+    data = with_doctype("<!DOCTYPE nds>")
+    assert [str(p) for p in validate_bytes(data, "d.xml")] == [
+        "d.xml:3: <!DOCTYPE>: a DOCTYPE is not allowed: its DTD and entities are never read or expanded"
+    ]
+    utf16 = data.decode().replace("UTF-8", "UTF-16").encode("utf-16")
+    assert [(p.line, p.element) for p in validate_bytes(utf16, "u.xml")] == [(0, "!DOCTYPE")]
+
+
+def test_an_internal_entity_is_a_problem() -> None:
+    data = with_doctype('<!DOCTYPE nds [<!ENTITY key "idu=1">]>', association="&key;")
+    assert [(p.line, p.element) for p in validate_bytes(data, "e.xml")] == [(3, "!DOCTYPE")]
+
+
+@pytest.mark.not_xds("laughs.xml")
+def test_a_billion_laughs_is_refused_unexpanded(tmp_path: Path) -> None:
+    laughs = ['<!ENTITY lol0 "lol">'] + [
+        f'<!ENTITY lol{n} "{f"&lol{n - 1};" * 10}">' for n in range(1, 10)
+    ]
+    data = with_doctype(f"<!DOCTYPE nds [\n{chr(10).join(laughs)}\n]>", association="&lol9;")
+    (tmp_path / "laughs.xml").write_bytes(data)
+    for problems in (validate_bytes(data, "laughs.xml"), validate_file(tmp_path / "laughs.xml")):
+        assert [(p.line, p.element) for p in problems] == [(3, "!DOCTYPE")]
+
+
+@pytest.mark.not_xds("*.xml")
+def test_an_external_entity_or_dtd_is_never_opened(tmp_path: Path) -> None:
+    """Each document names a FIFO no one writes to: opening it would block the validator
+    (the subprocess's timeout only guards against that hang)."""
+    fifo = tmp_path / "secret"
+    os.mkfifo(fifo)
+    cases = {
+        "entity.xml": with_doctype(f'<!DOCTYPE nds [<!ENTITY s SYSTEM "file://{fifo}">]>', "&s;"),
+        "parameter.xml": with_doctype(f'<!DOCTYPE nds [<!ENTITY % p SYSTEM "{fifo}"> %p;]>'),
+        "dtd.xml": with_doctype(f'<!DOCTYPE nds SYSTEM "{fifo}">'),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    result = subprocess.run(
+        [sys.executable, "-m", "publisher", "validate", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert sorted(result.stderr.splitlines()[:-1]) == [
+        f"{tmp_path / name}:3: <!DOCTYPE>: a DOCTYPE is not allowed: its DTD and entities are "
+        "never read or expanded"
+        for name in sorted(cases)
+    ]
+
+
+def test_an_undeclared_entity_is_not_well_formed() -> None:
+    (problem,) = validate_bytes(with_doctype("", association="&key;"), "u.xml")
+    assert problem.element is None and problem.line == 6 and "key" in problem.reason
 
 
 # --- files and folders -----------------------------------------------------------------

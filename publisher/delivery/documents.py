@@ -18,7 +18,8 @@ from publisher.errors import SinkError
 from publisher.render.xds import envelope
 
 HEARTBEAT_NAME = "heartbeat.xml"
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# A new file, never an existing one nor through a symbolic link.
+CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def document_name(event_id: int) -> str:
@@ -66,18 +67,20 @@ class Folder:
         while True:
             name = f".{final_name}.{self.token}.tmp"
             try:
-                return os.open(name, _CREATE, 0o666, dir_fd=self.fd), name
+                return os.open(name, CREATE_NEW, 0o666, dir_fd=self.fd), name
             except FileExistsError:
                 self.token = secrets.token_hex(8)
 
     def write(self, final_name: str, data: bytes) -> str:
-        """``data`` in a new temporary file for ``final_name`` (not flushed to disk); its
+        """``data`` in a new temporary file for ``final_name``, flushed to disk (its own
+        fsync: a global sync would wait for every other process's writes too); its
         temporary name."""
         fd, name = self.create(final_name)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
+            os.fsync(fd)
         except BaseException:
             self.remove(name)
             raise

@@ -8,7 +8,6 @@ keeps its scratch files: beside the output, which a cluster's executors share.""
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -61,6 +60,7 @@ class FileSink:
 
     def heartbeat(self) -> None:
         write_durably(self.path, _heartbeat)
+        sync_directory(self.path.parent)
 
 
 class StdoutSink:
@@ -86,8 +86,9 @@ class StdoutSink:
 
 
 class DirectorySink:
-    """One file per document of ``batch_size`` commands, named by its first record_id: all
-    written under temporary names, flushed to disk together, then renamed."""
+    """One file per document of ``batch_size`` commands, named by its first record_id:
+    each written under a temporary name and flushed to disk, then all renamed and the
+    folder flushed once."""
 
     def __init__(self, directory: Path, batch_size: int) -> None:
         self.directory = self.work_parent = directory
@@ -117,7 +118,8 @@ class DirectorySink:
                         written.append((folder.write(name, document_bytes(xml)), name))
                     if not written:
                         return 0
-                    os.sync()  # one flush of every file written, before any is renamed
+                    # No fsync of the folder before the renames: the temporary names need
+                    # not survive a crash, and the one after them makes the final ones durable.
                     for temporary, name in written:
                         folder.replace(temporary, name)
                         renamed += 1
@@ -132,6 +134,7 @@ class DirectorySink:
     def heartbeat(self) -> None:
         """The latest heartbeat, always under one name."""
         write_durably(self.directory / HEARTBEAT_NAME, _heartbeat)
+        sync_directory(self.directory)
 
 
 def open_sink(out: str, batch_size: int) -> Sink:

@@ -3,16 +3,17 @@
 The schema is ``xds_templates/xds.rng``, RELAX NG built from the XDS DTD's content models
 (docs/validation.md, The schema); it is loaded once per process. A problem names the
 file, the line, the element and the reason; a document that is not well-formed XML is a
-problem at the line where parsing stopped."""
+problem at the line where parsing stopped, and one with a DOCTYPE is refused before its
+body is parsed (its DTD and entities are never read nor expanded)."""
 
 from __future__ import annotations
 
 import copy
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
 
@@ -22,6 +23,11 @@ SCHEMA_NAME = "xds.rng"
 _RNG = "{http://relaxng.org/ns/structure/1.0}"
 _NAMED = re.compile(r"Element (\S+) ")  # libxml2's messages about one element's content
 _COMMANDS = ("add", "modify", "delete", "status")  # what <input> holds (docs/validation.md)
+DOCTYPE = "!DOCTYPE"  # the element a DOCTYPE's problem names
+_CHUNK = 1 << 16  # bytes fed at a time to the parser that looks for a DOCTYPE
+# What may stand before a DOCTYPE: a byte order mark, the XML declaration, comments,
+# processing instructions, spaces (ASCII-compatible encodings only; else no line is found).
+_BEFORE_DOCTYPE = re.compile(rb"(?:\xef\xbb\xbf|\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -62,11 +68,72 @@ def _command_schema() -> etree.RelaxNG:
 
 def _parser() -> etree.XMLParser:
     # huge_tree: a value may hold up to Maximum Value Length characters (docs/parameters.md),
-    # more than libxml2 takes in one text node by default. No entity, DTD or network is
+    # more than libxml2 takes in one text node by default; a document reaches this parser
+    # only without a DOCTYPE, so with no entity to amplify. No entity, DTD or network is
     # fetched: the file is checked, never trusted.
     return etree.XMLParser(
         huge_tree=True, resolve_entities=False, load_dtd=False, no_network=True
     )
+
+
+class _Found(Exception):
+    """What the prologue parser stopped at: a DOCTYPE or the root element."""
+
+    def __init__(self, doctype: bool) -> None:
+        self.doctype = doctype
+
+
+class _Prologue:
+    """Parser target that stops at the DOCTYPE, before its internal subset is read, or at
+    the root element, after which no DOCTYPE may come."""
+
+    def doctype(self, *_declared: object) -> None:
+        raise _Found(doctype=True)
+
+    def start(self, *_element: object) -> None:
+        raise _Found(doctype=False)
+
+    def close(self) -> None:
+        pass
+
+
+def _doctype(chunks: Iterable[bytes], name: str) -> Problem | None:
+    """The problem of a document (read as ``chunks``) that has a DOCTYPE, else None; reads
+    no further than the DOCTYPE's start or the root element's (docs/validation.md, The
+    command). An XDS document declares neither a DTD nor entities: refusing the DOCTYPE
+    refuses every entity declaration, and a reference to an undeclared entity is not
+    well-formed."""
+    parser = etree.XMLParser(
+        target=_Prologue(), resolve_entities=False, load_dtd=False, no_network=True
+    )
+    head: list[bytes] = []
+    try:
+        for chunk in chunks:
+            head.append(chunk)
+            parser.feed(chunk)
+        parser.close()
+    except _Found as found:
+        if found.doctype:
+            reason = "a DOCTYPE is not allowed: its DTD and entities are never read or expanded"
+            return Problem(name, _doctype_line(b"".join(head)), DOCTYPE, reason)
+    except etree.XMLSyntaxError:
+        pass  # the whole parse reports it, at its line
+    return None
+
+
+def _doctype_line(head: bytes) -> int:
+    """The line of the DOCTYPE that starts ``head`` once what may come before it is
+    skipped; 0 when it is not found there (an encoding that is not ASCII-compatible)."""
+    start = _BEFORE_DOCTYPE.match(head).end()
+    return head.count(b"\n", 0, start) + 1 if head.startswith(b"<!DOCTYPE", start) else 0
+
+
+def _chunks(data: bytes) -> Iterator[bytes]:
+    view = memoryview(data)
+    for start in range(0, max(len(view), 1), _CHUNK):
+        yield bytes(view[start : start + _CHUNK])
+
+
 
 
 def _place(tree: etree._Element, entry: etree._LogEntry) -> tuple[int, str | None]:
@@ -126,6 +193,9 @@ def _not_well_formed(error: etree.XMLSyntaxError, name: str) -> Problem:
 
 def validate_bytes(data: bytes, name: str) -> list[Problem]:
     """The problems of one document held in memory, reported under ``name``."""
+    refused = _doctype(_chunks(data), name)
+    if refused:
+        return [refused]
     try:
         document = etree.ElementTree(etree.fromstring(data, _parser()))
     except etree.XMLSyntaxError as error:
@@ -136,6 +206,10 @@ def validate_bytes(data: bytes, name: str) -> list[Problem]:
 def validate_file(path: Path) -> list[Problem]:
     """The problems of the document in ``path``."""
     try:
+        with open(path, "rb") as stream:
+            refused = _doctype(iter(partial(stream.read, _CHUNK), b""), str(path))
+        if refused:
+            return [refused]
         document = etree.parse(str(path), _parser())
     except etree.XMLSyntaxError as error:
         return [_not_well_formed(error, str(path))]
