@@ -23,5 +23,5 @@ extra=""
 # The dependencies at the versions the tests passed with (constraints.txt).
 python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e ".${extra}"
 # The classes Spark's JVM loads at start, archived once: a session starts in about half the
-# time (publisher/spark.py).
-python3 -m publisher.spark
+# time (publisher/plans/session.py).
+python3 -m publisher.plans.session

@@ -38,7 +38,7 @@ from publisher.source.event_log import (
 from publisher.source.jdbc import jdbc_query
 from publisher.source.query_back import current_read
 from publisher.source.schema import reflect_catalogue
-from publisher.spark import spark_session
+from publisher.plans.session import spark_session
 
 SLICE = 200_000  # rows for the one-core figures
 

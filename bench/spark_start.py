@@ -1,11 +1,11 @@
 """How long a cold Spark start takes, and where: the session (JVM and SparkContext), then
-the warm-up job that forks the Python workers (publisher/spark.py), then a second warm-up
+the warm-up job that forks the Python workers (publisher/plans/session.py), then a second warm-up
 on the warm session for comparison. Each start runs in a process of its own, with the
-class archive that set-up writes (``python3 -m publisher.spark``) and without it.
+class archive that set-up writes (``python3 -m publisher.plans.session``) and without it.
 
     python3 bench/spark_start.py [--runs 2] [--java-options "-XX:TieredStopAtLevel=1"]
 
---java-options replaces publisher.spark.JAVA_OPTIONS for this run, to try JVM flags."""
+--java-options replaces publisher.plans.session.JAVA_OPTIONS for this run, to try JVM flags."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-import publisher.spark as spark_module
+import publisher.plans.session as spark_module
 
 
 def one_start(master: str, java_options: str | None, archive: bool) -> dict:
@@ -47,7 +47,7 @@ def one_start(master: str, java_options: str | None, archive: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--master", default="local[*]")
-    parser.add_argument("--java-options", help="instead of publisher.spark.JAVA_OPTIONS")
+    parser.add_argument("--java-options", help="instead of publisher.plans.session.JAVA_OPTIONS")
     parser.add_argument("--runs", type=int, default=2, help="starts of each kind, alternating")
     parser.add_argument("--one", choices=("archive", "none"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -56,7 +56,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     if not spark_module.class_archive().is_file():
-        sys.exit(f"no class archive at {spark_module.class_archive()}: run python3 -m publisher.spark")
+        sys.exit(f"no class archive at {spark_module.class_archive()}: run python3 -m publisher.plans.session")
     options = [] if args.java_options is None else ["--java-options", args.java_options]
     print(f"java options: {args.java_options or spark_module.JAVA_OPTIONS}, the driver's also {spark_module.DRIVER_JAVA_OPTIONS}")
     for run in range(args.runs):

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import EarlyStatuses, write_statuses
+from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import ConfigError, PublisherBusy, SinkError
 from publisher.model.catalogue import Table
 from publisher.model.rows import PENDING, Note
@@ -191,8 +192,6 @@ def _run(
 def _work_folder(sink: Sink) -> Iterator[Path]:
     """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed after;
     the ones that killed cycles left there are swept first."""
-    from publisher.delivery.work import WorkFolder, sweep_once
-
     sweep_once(sink.work_parent)
     try:
         work = WorkFolder(sink.work_parent)

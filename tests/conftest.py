@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def spark():
-    from publisher.spark import spark_session
+    from publisher.plans.session import spark_session
 
     return spark_session("local[2]")
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from publisher.delivery.documents import Folder, document_bytes, document_name
+from publisher.delivery.documents import FLUSH_GROUP, Folder, document_bytes, document_name
 from publisher.delivery.ordered import OrderedCommands, in_memory
 from publisher.delivery.sinks import DirectorySink, FileSink
 from publisher.model.rows import COMMANDS
@@ -27,7 +28,9 @@ def test_a_taken_temporary_name_is_left_alone_and_another_drawn(tmp_path):
     with Folder(folder_path) as folder:
         taken = f".{'1'.zfill(20)}.xml.{folder.token}.tmp"
         os.symlink(outside, folder_path / taken)
-        name = folder.write("00000000000000000001.xml", document)
+        written: list[tuple[str, str]] = []
+        folder.write_all([("00000000000000000001.xml", document)], written)
+        [(name, _final)] = written
         assert name != taken and (folder_path / taken).is_symlink()
         folder.replace(name, "00000000000000000001.xml")
     assert (folder_path / "00000000000000000001.xml").read_bytes() == document
@@ -45,7 +48,7 @@ def ordered(ids: list[int]) -> OrderedCommands:
 
 def flushes(publish: Callable[[], object]) -> list[str]:
     """The names of the flushes and renames ``publish`` makes, in order, as it runs (the
-    real calls, observed by a profile hook)."""
+    real calls, observed by a profile hook, in every thread)."""
     watched = {id(f): f.__name__ for f in (os.fsync, os.fdatasync, os.sync, os.replace)}
     calls: list[str] = []
 
@@ -54,18 +57,20 @@ def flushes(publish: Callable[[], object]) -> list[str]:
             calls.append(watched[id(function)])
 
     sys.setprofile(observe)
+    threading.setprofile(observe)  # the threads that flush a group of documents at once
     try:
         publish()
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)
     return calls
 
 
 def test_each_document_is_flushed_before_the_renames_and_the_folder_after(tmp_path: Path) -> None:
     sink = DirectorySink(tmp_path, batch_size=2)
     calls = flushes(lambda: sink.publish(ordered([3, 5, 8, 9, 12])))
-    # Three documents, each fsynced as written; the renames; one fsync of the folder. No
-    # global sync, whose cost follows other processes' writes.
+    # Three documents, each fsynced (together, after they are written); the renames; one
+    # fsync of the folder. No global sync, whose cost follows other processes' writes.
     assert calls == ["fsync"] * 3 + ["replace"] * 3 + ["fsync"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [document_name(i) for i in (3, 8, 12)]
 
@@ -80,3 +85,10 @@ def test_the_single_file_is_flushed_before_its_rename_and_its_folder_after(tmp_p
 def test_a_heartbeat_is_flushed_before_its_rename_and_its_folder_after(tmp_path: Path, form: str) -> None:
     sink = DirectorySink(tmp_path, batch_size=1) if form == "directory" else FileSink(tmp_path / "out.xml")
     assert flushes(sink.heartbeat) == ["fsync", "replace", "fsync"]
+
+
+def test_documents_past_one_flush_group_are_each_flushed_once(tmp_path: Path) -> None:
+    ids = list(range(1, 2 * FLUSH_GROUP + 60))
+    calls = flushes(lambda: DirectorySink(tmp_path, batch_size=1).publish(ordered(ids)))
+    assert calls == ["fsync"] * len(ids) + ["replace"] * len(ids) + ["fsync"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [document_name(i) for i in ids]

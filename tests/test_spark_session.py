@@ -1,4 +1,4 @@
-"""The Spark session (publisher/spark.py): set-up writes the class archive whole, and a
+"""The Spark session (publisher/plans/session.py): set-up writes the class archive whole, and a
 session given it starts and runs a job; the Python workers run the driver's interpreter,
 so a Spark cycle runs with no Python on the PATH."""
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from publisher.spark import class_archive
+from publisher.plans.session import class_archive
 from tests.conftest import make_sample_db
 
 JOB = """
-from publisher.spark import class_archive, spark_session
+from publisher.plans.session import class_archive, spark_session
 spark = spark_session("local[1]")
 options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
 assert f"SharedArchiveFile={class_archive()}" in options, options
@@ -29,7 +29,7 @@ print(spark.range(10).selectExpr("sum(id)").collect()[0][0])
 def test_set_up_writes_the_archive_whole_and_a_session_starts_with_it(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     made = subprocess.run(
-        [sys.executable, "-m", "publisher.spark"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "publisher.plans.session"], env=env, capture_output=True, text=True
     )
     assert made.returncode == 0, made.stderr
     folder = tmp_path / "xdspub"
@@ -37,7 +37,7 @@ def test_set_up_writes_the_archive_whole_and_a_session_starts_with_it(tmp_path: 
     assert archive.suffix == ".jsa" and archive.stat().st_size > 1_000_000
     written = archive.stat().st_mtime_ns
     again = subprocess.run(
-        [sys.executable, "-m", "publisher.spark"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "publisher.plans.session"], env=env, capture_output=True, text=True
     )
     assert again.returncode == 0 and archive.stat().st_mtime_ns == written  # kept as it is
     job = subprocess.run([sys.executable, "-c", JOB], env=env, capture_output=True, text=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,6 +21,8 @@ from publisher.render.xds import envelope
 HEARTBEAT_NAME = "heartbeat.xml"
 # A new file, never an existing one nor through a symbolic link.
 CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+FLUSH_GROUP = 256  # documents written, then flushed at once: descriptors open at a time
+FLUSHING_THREADS = 32  # fsyncs in flight (each waits on the disk, not on Python)
 
 
 def document_name(event_id: int) -> str:
@@ -71,22 +74,29 @@ class Folder:
             except FileExistsError:
                 self.token = secrets.token_hex(8)
 
-    def write(self, final_name: str, data: bytes) -> str:
-        """``data`` in a new temporary file for ``final_name``, flushed to disk (its own
-        fsync: a global sync would wait for every other process's writes too); its
-        temporary name."""
-        fd, name = self.create(final_name)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException:
-            self.remove(name)
-            raise
-        finally:
-            os.close(fd)
-        return name
+    def write_all(self, documents: Iterable[tuple[str, bytes]], written: list[tuple[str, str]]) -> None:
+        """Each (final name, data) of ``documents`` in a new temporary file, flushed to disk
+        by its own fsync (a global sync would wait for every other process's writes too);
+        (temporary name, final name) appended to ``written`` as each file is created, so
+        that the caller can remove them after a failure. The fsyncs of a group of files run
+        at once: the filesystem commits them together, in a fraction of the time of one
+        after the other."""
+        group: list[int] = []
+        with ThreadPoolExecutor(FLUSHING_THREADS) as pool:
+            try:
+                for final_name, data in documents:
+                    fd, name = self.create(final_name)
+                    group.append(fd)
+                    written.append((name, final_name))
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    if len(group) == FLUSH_GROUP:
+                        list(pool.map(os.fsync, group))
+                        _close(group)
+                list(pool.map(os.fsync, group))
+            finally:
+                _close(group)
 
     def replace(self, name: str, final_name: str) -> None:
         os.replace(name, final_name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
@@ -100,6 +110,11 @@ class Folder:
     def sync(self) -> None:
         """Make the renames in this directory durable."""
         os.fsync(self.fd)
+
+
+def _close(fds: list[int]) -> None:
+    while fds:
+        os.close(fds.pop())
 
 
 def create_temporary(directory: Path, final_name: str) -> tuple[BinaryIO, Path]:

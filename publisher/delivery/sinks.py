@@ -114,8 +114,8 @@ class DirectorySink:
         try:
             with Folder(self.directory) as folder:
                 try:
-                    for name, xml in self._documents(commands):
-                        written.append((folder.write(name, document_bytes(xml)), name))
+                    documents = ((name, document_bytes(xml)) for name, xml in self._documents(commands))
+                    folder.write_all(documents, written)
                     if not written:
                         return 0
                     # No fsync of the folder before the renames: the temporary names need

@@ -43,7 +43,7 @@ def _running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
 def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases: Phases) -> Reduced:
     """The cycle's commands and statuses, on the process's Spark session (started here on
     first use); the object pass spills into ``work``."""
-    from publisher.spark import spark_session
+    from publisher.plans.session import spark_session
 
     started = time.monotonic()
     spark = spark_session(settings.spark_master)

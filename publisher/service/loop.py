@@ -131,7 +131,7 @@ class PollingService:
         return None, None
 
     def _warm_spark(self) -> None:
-        from publisher.spark import spark_session
+        from publisher.plans.session import spark_session
 
         started = time.monotonic()
         spark_session(self.settings.spark_master)
