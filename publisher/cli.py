@@ -188,7 +188,7 @@ def triggers(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], 
     except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
     for line in script.unindexed:
-        click.echo(f"xdspub: warning: {line}", err=True)
+        click.echo(f"xdspub: warning: {reason_text(line)}", err=True)
     if not install:
         click.echo(script.ddl, nl=False)
         return

@@ -69,8 +69,11 @@ def export_changes(
         # 1 each run: an earlier run's documents would be overwritten.
         raise ConfigError(f"{out} holds documents already: give change formats an empty folder")
     sink = open_sink(out, settings.batch_size)
-    with tempfile.TemporaryDirectory(prefix="xdspub-changes-") as directory:
-        staged = stage_changes(changes.events, Path(directory), settings.schema)
+    # A work folder in TMPDIR, so that one a killed export left is swept as beside --out.
+    staging = Path(tempfile.gettempdir())
+    sweep_once(staging)
+    with WorkFolder(staging) as directory:
+        staged = stage_changes(changes.events, directory, settings.schema)
         source = _StagedSource(staged, changes.delivered)
         return _run(settings, source, sink, progress)
 

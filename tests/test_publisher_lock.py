@@ -7,6 +7,7 @@ SQLite a lock file that is never opened through a link."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -136,9 +137,13 @@ def test_the_lock_holds_back_no_vacuum_or_purge(server_db):
 def test_a_user_without_rights_on_the_lock_table_cannot_take_the_lock(server_db):
     intruder = DbUser(server_db, "intruder")
     try:
-        # All rights on the published tables, none on the event log or its lock table.
+        # All rights on the published tables, and SELECT on every table of the schema (a
+        # reporting grant): none that takes the lock.
         for table in ("usr", "grp", "usr_phone", "usr_mbr_of"):
             intruder.grant("ALL PRIVILEGES", server_db.table(table))
+        postgresql = server_db.dialect.name == "postgresql"
+        every_table = f"ALL TABLES IN SCHEMA {server_db.schema}" if postgresql else f"{server_db.schema}.*"
+        intruder.grant("SELECT", every_table)
         if server_db.dialect.name == "postgresql":  # the lock of earlier versions was anyone's
             name = f"xdspub:{server_db.schema}.indirect_process"
             intruder.execute(f"SELECT pg_advisory_lock(hashtext('{name}'))")
@@ -152,10 +157,30 @@ def test_a_user_without_rights_on_the_lock_table_cannot_take_the_lock(server_db)
         intruder.drop()
 
 
+def test_init_db_again_neither_waits_on_a_running_publisher_nor_holds_up_the_triggers(server_db):
+    lock = _lock(server_db)
+    try:
+        assert lock.try_acquire()
+        done = threading.Event()
+
+        def again() -> None:
+            init_db(server_db.engine, server_db.dialect, server_db.schema, "indirect_process", True, "field")
+            done.set()
+
+        threading.Thread(target=again, daemon=True).start()
+        assert done.wait(60), "init-db waited on the publisher lock"
+        server_db.execute(f"INSERT INTO {server_db.table('usr')} (idu, fname) VALUES (1, 'Ann')")
+        assert lock.held() and not can_take(_lock(server_db))
+    finally:
+        lock.release()
+    assert list(server_db.statuses().values()) == ["N"]
+
+
 def test_a_missing_lock_table_is_named_with_its_remedy(server_db):
     kind = "VIEW" if server_db.dialect.name == "postgresql" else "TABLE"
     server_db.execute(f"DROP {kind} {_lock_table(server_db)}")
-    with pytest.raises(ConfigError, match="no lock table .* run `xdspub init-db`"):
+    remedy = f"run `xdspub init-db --schema {server_db.schema} --log-table indirect_process` again"
+    with pytest.raises(ConfigError, match=f"no lock table .*: {remedy}"):
         _lock(server_db).try_acquire()
     init_db(server_db.engine, server_db.dialect, server_db.schema, "indirect_process", False, "none")
     assert can_take(_lock(server_db))

@@ -66,7 +66,7 @@ def test_gbase8s_seed_004_publishes_one_add(tmp_path, spark, small_cycle_rows) -
     assert commands(out) == SEED_004_XDS
 
 
-def test_gbase8s_from_a_pipe(tmp_path, spark) -> None:
+def test_gbase8s_from_a_pipe(tmp_path) -> None:
     code, output, out = export(
         tmp_path, "--source", "gbase8s", "--input", "-", "--tables", "111=t1", "--keys",
         "t1=c1", stdin=SEED_004,
@@ -90,7 +90,7 @@ def test_a_folder_with_documents_is_refused(tmp_path) -> None:
     assert (folder / "00000000000000000001.xml").read_text() == "earlier"
 
 
-def test_truncated_stream_names_the_byte_and_publishes_nothing(tmp_path, spark) -> None:
+def test_truncated_stream_names_the_byte_and_publishes_nothing(tmp_path) -> None:
     stream = tmp_path / "cut.cdc"
     stream.write_bytes(SEED_004[:-3])
     code, output, out = export(
@@ -117,7 +117,7 @@ def kafka_messages() -> list[dict]:
     ]
 
 
-def test_qlik_kafka_json_lines_and_avro_publish_the_same(tmp_path, spark) -> None:
+def test_qlik_kafka_json_lines_and_avro_publish_the_same(tmp_path) -> None:
     published = {}
     for form in ("json", "wrapped", "avro"):
         path = tmp_path / f"messages.{form}"
@@ -138,7 +138,7 @@ def test_qlik_kafka_json_lines_and_avro_publish_the_same(tmp_path, spark) -> Non
 # --- qlik-ct ---------------------------------------------------------------------------
 
 
-def test_qlik_ct_files_seed_000(tmp_path, spark) -> None:
+def test_qlik_ct_files_seed_000(tmp_path) -> None:
     folder = landed(tmp_path, SEED_ROWS).parent
     code, output, out = export(tmp_path, "--source", "qlik-ct", "--input", str(folder))
     assert code == 0, output
@@ -152,7 +152,7 @@ def test_qlik_ct_files_seed_000(tmp_path, spark) -> None:
     ]
 
 
-def test_qlik_ct_database_position_is_saved_only_after_delivery(tmp_path, spark) -> None:
+def test_qlik_ct_database_position_is_saved_only_after_delivery(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'ct.db'}"
     db = ChangeDb(sa.create_engine(url), None)
     usr = db.create("usr", USR_DB)
@@ -176,7 +176,7 @@ def test_qlik_ct_database_position_is_saved_only_after_delivery(tmp_path, spark)
 # --- openedge --------------------------------------------------------------------------
 
 
-def test_openedge_database_and_its_saved_positions(tmp_path, spark) -> None:
+def test_openedge_database_and_its_saved_positions(tmp_path) -> None:
     cdc = Cdc(f"sqlite:///{tmp_path / 'cdc.db'}")
     customer = cdc.customer()
     cdc.change(customer, 1, 1, ANNA)

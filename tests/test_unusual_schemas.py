@@ -183,7 +183,7 @@ def _expected(*commands: str) -> list[str]:
 CY = '<value type="string">Cy</value>'
 
 
-def test_objects_without_values_are_published_as_adds(unusual, tmp_path, spark):
+def test_objects_without_values_are_published_as_adds(unusual, tmp_path):
     db = unusual
     db.install("field")
     db.change(
@@ -200,7 +200,7 @@ def test_objects_without_values_are_published_as_adds(unusual, tmp_path, spark):
     )
 
 
-def test_query_back_triggers_log_every_operation_and_publish(unusual, tmp_path, spark):
+def test_query_back_triggers_log_every_operation_and_publish(unusual, tmp_path):
     db = unusual
     db.install("query-back")
     person, line = db.person, db.line

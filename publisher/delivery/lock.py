@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import shlex
 import stat
 from dataclasses import dataclass
 
@@ -55,8 +56,8 @@ class PublisherLock:
         connection = self.engine.connect().execution_options(isolation_level="READ COMMITTED")
         try:
             connection.exec_driver_sql(sql.prepare)
-            taken = run_named(connection, sql.take.format(table=table))
-            if taken.returns_rows and taken.first() is None:
+            run_named(connection, sql.take.format(table=table))
+            if sql.found and run_named(connection, sql.found.format(table=table)).first() is None:
                 raise ConfigError(f"the lock table {table} has no row: run `xdspub init-db` again")
         except sa.exc.DBAPIError as exc:
             _discard(connection)
@@ -64,10 +65,11 @@ class PublisherLock:
             if code == sql.busy:
                 return False
             if code == sql.missing:
+                again = f"--schema {shlex.quote(self.name.schema)} --log-table {shlex.quote(self.name.log_table)}"
                 raise ConfigError(
                     f"the event log has no lock table {table} (made by an earlier xdspub): run "
-                    "`xdspub init-db` with the same --schema and --log-table again, which adds it "
-                    "and keeps the data (docs/delivery.md, One publisher per event log)"
+                    f"`xdspub init-db {again}` again, which adds it and keeps the data "
+                    "(docs/delivery.md, One publisher per event log)"
                 ) from None
             if code == sql.denied:
                 raise ConfigError(

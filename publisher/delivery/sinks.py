@@ -24,6 +24,7 @@ from publisher.delivery.documents import (
     write_stream,
 )
 from publisher.delivery.ordered import OrderedCommands
+from publisher.delivery.work import sweep_once
 from publisher.errors import SinkError
 from publisher.render.xds import heartbeat_xml
 
@@ -138,6 +139,14 @@ class DirectorySink:
 
 
 def open_sink(out: str, batch_size: int) -> Sink:
+    """The sink ``out`` names; the work folders that killed cycles left beside it are swept
+    first (delivery/work.py), whether or not a cycle of this run needs one."""
+    sink = _sink(out, batch_size)
+    sweep_once(sink.work_parent)
+    return sink
+
+
+def _sink(out: str, batch_size: int) -> Sink:
     if out == "-":
         return StdoutSink()
     # Absolute: Spark's executors spill beside it, maybe from another working directory.

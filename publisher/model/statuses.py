@@ -33,6 +33,13 @@ _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\
 REASON_LIMIT = 1000  # characters of a reason, its cut mark included
 
 
+def unsafe_position(text: str) -> int | None:
+    """1-based position of the first character a reason escapes (a control character, a
+    line separator, a bidirectional override ...), or None."""
+    match = _UNSAFE.search(text)
+    return match.start() + 1 if match else None
+
+
 def _escaped(match: re.Match) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

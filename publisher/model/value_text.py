@@ -56,8 +56,8 @@ XML_FORBIDDEN_RE2 = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x{FFFE}\x{FFFF}]"
 # \Z, not $: a trailing newline is not part of a number.
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 _TIME_OF_DAY = re.compile(r"(-?)([0-9]+):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?\Z")
-_BIGINT = range(-(2**63), 2**63)
-_HOUR_DIGITS = 15  # a time of day's hours, at most: more is no time (and int() refuses 4,300)  # an integer key's values: query-back matches them as such
+_BIGINT = range(-(2**63), 2**63)  # an integer key's values: query-back matches them as such
+_HOUR_DIGITS = 15  # a time of day's hours, at most: more is no time (and int() refuses 4,300)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # A time column's values under Time Syntax 2 and 3, by kind: ISO dates, times of day and
 # date-times as the databases write them, a fraction of up to nine digits kept, an offset

@@ -15,8 +15,7 @@ from publisher.model.rows import PENDING
 from publisher.reduce.current import current_pass, state_reads
 from publisher.source.changes import StagedChanges
 from publisher.source.copy_read import CopyRanges
-from publisher.source.jdbc import FETCH_SIZE, JdbcQuery
-from publisher.source.text import decoded_columns
+from publisher.source.jdbc import FETCH_SIZE, JdbcQuery, Retyped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -33,7 +32,7 @@ def frame(spark: SparkSession, read: Read, body: Passes) -> Frame:
         return _ranged(spark, read, body)
     if isinstance(read, StagedChanges):
         return spark.read.schema(PENDING.ddl).parquet(str(read.directory)), body
-    return _jdbc(spark, read), _decoding(read.text_columns, body)
+    return _jdbc(spark, read), _retyped(read.retyped, body)
 
 
 def _ranged(spark: SparkSession, ranges: CopyRanges, body: Passes) -> Frame:
@@ -49,11 +48,11 @@ def _ranged(spark: SparkSession, ranges: CopyRanges, body: Passes) -> Frame:
     return spark.range(len(ranges), numPartitions=len(ranges)), read
 
 
-def _decoding(text_columns: tuple[str, ...], body: Passes) -> Passes:
-    """``body`` over batches whose ``text_columns`` Spark read as bytes, decoded first."""
-    if not text_columns:
+def _retyped(retyped: Retyped, body: Passes) -> Passes:
+    """``body`` over batches Spark read with other types than it takes, retyped first."""
+    if retyped == Retyped():
         return body
-    return lambda batches: body(decoded_columns(b, text_columns) for b in batches)
+    return lambda batches: body(map(retyped, batches))
 
 
 def _jdbc(spark: SparkSession, query: JdbcQuery) -> DataFrame:

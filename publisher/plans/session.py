@@ -35,9 +35,10 @@ _ARCHIVE_OPTIONS = "-XX:SharedArchiveFile={} -Xlog:cds=off -Xlog:cds+dynamic=off
 
 
 def class_archive() -> Path:
-    """Where set-up (``python3 -m publisher.plans.session``) keeps the driver JVM's class archive,
-    one per Spark version and Java installation (as Spark finds it: JAVA_HOME, else
-    ``java`` on the PATH; its binary's path and time), so an updated JDK gets one anew."""
+    """Where set-up (``python3 -m publisher.plans.session``) keeps the driver JVM's class
+    archive, one per Spark version and Java installation (as Spark finds it: JAVA_HOME,
+    else ``java`` on the PATH; its binary's path and time), so an updated JDK gets one
+    anew."""
     from pyspark import __version__
 
     home = os.environ.get("JAVA_HOME")

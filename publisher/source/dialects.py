@@ -32,12 +32,13 @@ class PublisherLockSql:
     stands for the lock table's quoted, qualified name."""
 
     prepare: str  # readies that transaction: no idle timeout may end it
-    take: str  # takes the lock at once (returning its row, where it returns rows) or fails
+    take: str  # takes the lock at once or fails
     privilege: str  # what the publisher's user needs on the lock table to take it
     error_code: Callable[[BaseException], object]  # the code of a DBAPI error
     busy: object  # take's error code when another session holds the lock
     missing: object  # ... when the lock table does not exist
     denied: object  # ... when the user lacks the privilege
+    found: str | None = None  # returns the row take locked, where it locks a row
     # init-db gives the lock table the event log's owner: SQL giving the log's owner
     # (:log) when it is not the lock table's (:lock), both quoted names, and the statement
     # that gives it ({table}, {owner}); None where tables have no owners.
@@ -163,6 +164,14 @@ def _run_each_result(connection: Any, script: str) -> None:
             pass
 
 
+# A transaction left open on purpose (the early statuses, the publisher lock): no server
+# timeout may end it, the idle one nor PostgreSQL 17's transaction_timeout.
+_PG_NO_TIMEOUTS = (
+    "SELECT set_config('idle_in_transaction_session_timeout', '0', true),"
+    " CASE WHEN current_setting('server_version_num')::int >= 170000"
+    " THEN set_config('transaction_timeout', '0', true) END"
+)
+
 POSTGRESQL = Dialect(
     name="postgresql",
     jdbc_url="jdbc:postgresql://{host}:{port}/{database}",
@@ -184,7 +193,7 @@ POSTGRESQL = Dialect(
         # service keeps no VACUUM waiting, not even one against transaction ID wraparound.
         # The transaction takes no transaction ID and, READ COMMITTED, holds no snapshot
         # between statements: it holds back no vacuum elsewhere either.
-        prepare="SET LOCAL idle_in_transaction_session_timeout = 0",
+        prepare=_PG_NO_TIMEOUTS,
         take="LOCK TABLE {table} IN EXCLUSIVE MODE NOWAIT",
         privilege="UPDATE",
         error_code=lambda error: getattr(error, "sqlstate", None),
@@ -201,7 +210,7 @@ POSTGRESQL = Dialect(
     copy_reads=True,
     early_statuses=EarlyStatusSql(
         # A server's idle-in-transaction timeout would end the session mid-cycle.
-        prepare="SET LOCAL idle_in_transaction_session_timeout = 0",
+        prepare=_PG_NO_TIMEOUTS,
         changed_here="xmin = pg_current_xact_id()::xid",
     ),
     wake_channel_query=(
@@ -232,16 +241,19 @@ MARIADB = Dialect(
     run_script=_run_each_result,
     identifier_bytes=64,
     publisher_lock=PublisherLockSql(
-        # A row lock of InnoDB: a transaction that has only locked a row (READ COMMITTED:
-        # no read view between statements) holds back no purge.
+        # A row lock of InnoDB, taken by an UPDATE that changes nothing: a locking read
+        # (SELECT ... FOR UPDATE) needs only SELECT on MariaDB, which a reporting user
+        # granted on the whole database has. A transaction that has only locked a row
+        # (READ COMMITTED: no read view between statements) holds back no purge.
         prepare=(
             "SET SESSION idle_transaction_timeout = 0, idle_readonly_transaction_timeout = 0,"
-            " idle_write_transaction_timeout = 0"
+            " idle_write_transaction_timeout = 0, innodb_lock_wait_timeout = 0"
         ),
-        take="SELECT id FROM {table} WHERE id = 1 FOR UPDATE NOWAIT",
-        privilege="SELECT",  # all a locking read needs on MariaDB
+        take="UPDATE {table} SET id = 1 WHERE id = 1",
+        found="SELECT id FROM {table} WHERE id = 1",
+        privilege="UPDATE",
         error_code=lambda error: error.args[0] if error.args else None,
-        busy=1205,  # ER_LOCK_WAIT_TIMEOUT, which NOWAIT gives at once
+        busy=1205,  # ER_LOCK_WAIT_TIMEOUT, at once with innodb_lock_wait_timeout 0
         missing=1146,  # ER_NO_SUCH_TABLE
         denied=1142,  # ER_TABLEACCESS_DENIED_ERROR
     ),

@@ -6,12 +6,12 @@ database's identifier length."""
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Callable
 
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
+from publisher.model.statuses import unsafe_position
 from publisher.source.dialects import Dialect
 
 _HASH_DIGITS = 8  # of the full name's SHA-256, in a name too long for the database
@@ -23,10 +23,14 @@ class UnsafeName(ConfigError):
 
 
 def checked(what: str, name: str) -> str:
-    """``name``, or UnsafeName naming ``what`` (e.g. ``table 'usr'``) and the name, escaped."""
-    if any(unicodedata.category(character) == "Cc" for character in name):
+    """``name``, or UnsafeName naming ``what`` (e.g. ``table 'usr'``) and the name, escaped.
+    Refused: what a reason escapes (model/statuses.py), control characters and the
+    characters that change how a printed line reads (separators, bidirectional overrides)."""
+    position = unsafe_position(name)
+    if position is not None:
         raise UnsafeName(
-            f"{what} {name!r}: the name holds a control character; xdspub writes no such name into SQL"
+            f"{what} {name!r}: the name holds a control character (U+{ord(name[position - 1]):04X} "
+            f"at position {position}); xdspub writes no such name into SQL"
         )
     return name
 

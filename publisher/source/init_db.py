@@ -53,7 +53,11 @@ def init_db(
     }
     scripts = [filled((folder / f"{name}.sql").read_text(encoding="utf-8"), values) for name in names]
     run_scripts(engine, dialect, scripts)
-    _give_lock_table_the_log_owner(engine, dialect, values)
+    if dialect.publisher_lock is not None and not sa.inspect(engine).has_table(
+        derived["lock_table"], schema=schema
+    ):
+        run_scripts(engine, dialect, [filled((folder / "lock.sql").read_text(encoding="utf-8"), values)])
+        _give_lock_table_the_log_owner(engine, dialect, values)
     if sample and flavour != "none":
         triggers = trigger_script(engine, dialect, schema, log_name, SAMPLE_TABLES, flavour)
         run_scripts(engine, dialect, [triggers.ddl])

@@ -10,6 +10,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.source.dialects import Dialect
+from publisher.source.text import decoded_columns
 
 ROWS_PER_PARTITION = 250_000  # below this a second connection costs more than it saves
 FETCH_SIZE = 10_000
@@ -26,8 +27,29 @@ def jdbc_sql(query: sa.Select, engine: sa.Engine) -> str:
 
 
 @dataclass(frozen=True)
+class Retyped:
+    """What becomes of the columns Spark reads with a type other than the passes take:
+    ``decoded`` ones read as bytes (Dialect.text_as_bytes), ``integers`` read as BIGINT
+    because Spark splits a read only on a number. Plain data: it goes to the executors."""
+
+    decoded: tuple[str, ...] = ()
+    integers: tuple[str, ...] = ()
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` as Spark read it, with the passes' types: strings."""
+        if self.integers:
+            names = batch.schema.names
+            batch = pa.RecordBatch.from_arrays(
+                [c.cast(pa.string()) if n in self.integers else c for n, c in zip(names, batch.columns)],
+                names=names,
+            )
+        return decoded_columns(batch, self.decoded) if self.decoded else batch
+
+
+@dataclass(frozen=True)
 class JdbcQuery:
-    """A query Spark's JDBC source reads (plans/reads.py), its rows as ``schema``."""
+    """A query Spark's JDBC source reads (plans/reads.py), its rows as ``schema`` once
+    ``retyped``."""
 
     url: str
     driver: str
@@ -37,23 +59,23 @@ class JdbcQuery:
     schema: pa.Schema
     # (column, lowest, highest, rows): read in ranges of an integer column when big.
     split: tuple[str, int, int, int] | None = None
-    # String columns Spark reads as bytes, decoded by our rule (Dialect.text_as_bytes).
-    text_columns: tuple[str, ...] = ()
+    retyped: Retyped = Retyped()
 
     def custom_schema(self) -> str:
         """Spark's customSchema: the type each column is read as."""
-        return ", ".join(
-            f"`{f.name.replace('`', '``')}` "
-            + ("BINARY" if f.name in self.text_columns else _SPARK_TYPES[f.type])
-            for f in self.schema
-        )
+
+        def spark_type(field: pa.Field) -> str:
+            if field.name in self.retyped.integers:
+                return "BIGINT"
+            return "BINARY" if field.name in self.retyped.decoded else _SPARK_TYPES[field.type]
+
+        return ", ".join(f"`{f.name.replace('`', '``')}` {spark_type(f)}" for f in self.schema)
 
     def partitions(self, cores: int) -> int:
         """How many ranges to read: one per ROWS_PER_PARTITION rows, at most four a core."""
         if self.split is None:
             return 1
         return min(max(1, self.split[3] // ROWS_PER_PARTITION), 4 * cores)
-
 
 
 def jdbc_query(
@@ -66,8 +88,11 @@ def jdbc_query(
     """``query`` for Spark's JDBC source, its columns ``schema``; ``split``: (column,
     lowest, highest, rows) to read in ranges of an integer column."""
     url = engine.url
-    texts = tuple(f.name for f in schema if f.type == pa.string()) if dialect.text_as_bytes else ()
+    strings = [f.name for f in schema if f.type == pa.string()]
+    # A split column the passes take as text is selected as it is: Spark reads it BIGINT.
+    integers = tuple(n for n in strings if split is not None and n == split[0])
+    decoded = tuple(n for n in strings if n not in integers) if dialect.text_as_bytes else ()
     return JdbcQuery(
         dialect.jdbc(url), dialect.jdbc_driver, url.username, url.password,
-        jdbc_sql(query, engine), schema, split, texts,
+        jdbc_sql(query, engine), schema, split, Retyped(decoded, integers),
     )

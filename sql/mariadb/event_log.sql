@@ -20,10 +20,3 @@ CREATE TABLE IF NOT EXISTS {{schema}}.{{log_table}} (
     KEY {{pending_index}} (status, record_id),
     KEY {{pending_time_index}} (status, event_time, record_id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
-
--- The publisher lock (docs/delivery.md, One publisher per event log): a publisher holds
--- a lock on this row (SELECT ... FOR UPDATE), which needs SELECT on the table.
-CREATE TABLE IF NOT EXISTS {{schema}}.{{lock_table}} (
-    id TINYINT NOT NULL PRIMARY KEY
-) ENGINE = InnoDB;
-INSERT IGNORE INTO {{schema}}.{{lock_table}} (id) VALUES (1);

@@ -22,9 +22,3 @@ CREATE INDEX IF NOT EXISTS {{pending_index}}
     ON {{schema}}.{{log_table}} (record_id) WHERE status = 'N';
 CREATE INDEX IF NOT EXISTS {{pending_time_index}}
     ON {{schema}}.{{log_table}} (event_time, record_id) WHERE status = 'N';
-
--- The publisher lock (docs/delivery.md, One publisher per event log): a publisher holds
--- LOCK TABLE ... IN EXCLUSIVE MODE on this view, which needs UPDATE on it. A view has no
--- storage, so the lock keeps no VACUUM waiting. init-db gives it the event log's owner.
-CREATE OR REPLACE VIEW {{schema}}.{{lock_table}} AS SELECT 1 AS held;
-REVOKE ALL ON {{schema}}.{{lock_table}} FROM PUBLIC;

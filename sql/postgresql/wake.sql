@@ -1,5 +1,5 @@
 -- The event log's wake-up trigger, made by `xdspub init-db --wake` (docs/event-log.md,
--- Wake-up trigger): a waiting `xdspub poll` starts a cycle as soon as rows are logged. One
+-- Per-database notes): a waiting `xdspub poll` starts a cycle as soon as rows are logged. One
 -- notification a transaction, on the channel xdspub_<the event log's oid>, sent when the
 -- transaction commits; the transaction-local setting spares a trigger that logs one row
 -- at a time a notification each time. The trigger dropped is the one an earlier init-db
