@@ -65,7 +65,9 @@ KAFKA_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("small_cycle_rows", ["10000", "0"], ids=["driver", "spark"])
+@pytest.mark.parametrize(
+    "small_cycle_rows", ["10000", pytest.param("0", marks=pytest.mark.slow)], ids=["driver", "spark"]
+)
 def test_qlik_kafka_values_keys_and_columns(tmp_path, request, small_cycle_rows) -> None:
     if small_cycle_rows == "0":
         request.getfixturevalue("spark")
