@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from publisher.delivery.documents import FLUSH_GROUP, Folder, document_bytes, document_name
+from publisher.delivery.documents import FLUSHES_IN_FLIGHT, Folder, document_bytes, document_name
 from publisher.delivery.ordered import OrderedCommands, in_memory
 from publisher.delivery.sinks import DirectorySink, FileSink
 from publisher.model.rows import COMMANDS
@@ -87,8 +87,8 @@ def test_a_heartbeat_is_flushed_before_its_rename_and_its_folder_after(tmp_path:
     assert flushes(sink.heartbeat) == ["fsync", "replace", "fsync"]
 
 
-def test_documents_past_one_flush_group_are_each_flushed_once(tmp_path: Path) -> None:
-    ids = list(range(1, 2 * FLUSH_GROUP + 60))
+def test_documents_past_the_flushes_in_flight_are_each_flushed_once(tmp_path: Path) -> None:
+    ids = list(range(1, 2 * FLUSHES_IN_FLIGHT + 60))
     calls = flushes(lambda: DirectorySink(tmp_path, batch_size=1).publish(ordered(ids)))
     assert calls == ["fsync"] * len(ids) + ["replace"] * len(ids) + ["fsync"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [document_name(i) for i in ids]

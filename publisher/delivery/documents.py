@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -21,8 +22,8 @@ from publisher.render.xds import envelope
 HEARTBEAT_NAME = "heartbeat.xml"
 # A new file, never an existing one nor through a symbolic link.
 CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-FLUSH_GROUP = 256  # documents written, then flushed at once: descriptors open at a time
-FLUSHING_THREADS = 32  # fsyncs in flight (each waits on the disk, not on Python)
+FLUSHES_IN_FLIGHT = 256  # documents written whose fsync has not ended: descriptors open
+FLUSHING_THREADS = 32  # fsyncs running at once (each waits on the disk, not on Python)
 
 
 def document_name(event_id: int) -> str:
@@ -78,25 +79,32 @@ class Folder:
         """Each (final name, data) of ``documents`` in a new temporary file, flushed to disk
         by its own fsync (a global sync would wait for every other process's writes too);
         (temporary name, final name) appended to ``written`` as each file is created, so
-        that the caller can remove them after a failure. The fsyncs of a group of files run
-        at once: the filesystem commits them together, in a fraction of the time of one
+        that the caller can remove them after a failure. Each file's fsync starts as soon
+        as it is written, up to FLUSHES_IN_FLIGHT at once, while the next ones are written:
+        the filesystem commits the waiting ones together, in a fraction of the time of one
         after the other."""
-        group: list[int] = []
+        flushing: deque[tuple[int, Future]] = deque()  # (descriptor, its fsync) in order
         with ThreadPoolExecutor(FLUSHING_THREADS) as pool:
             try:
                 for final_name, data in documents:
                     fd, name = self.create(final_name)
-                    group.append(fd)
                     written.append((name, final_name))
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    if len(group) == FLUSH_GROUP:
-                        list(pool.map(os.fsync, group))
-                        _close(group)
-                list(pool.map(os.fsync, group))
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                    except BaseException:
+                        os.close(fd)
+                        raise
+                    flushing.append((fd, pool.submit(os.fsync, fd)))
+                    if len(flushing) >= FLUSHES_IN_FLIGHT:
+                        _flushed(*flushing.popleft())
+                while flushing:
+                    _flushed(*flushing.popleft())
             finally:
-                _close(group)
+                for fd, flush in flushing:  # after a failure: each fsync ends before its close
+                    flush.exception()
+                    os.close(fd)
 
     def replace(self, name: str, final_name: str) -> None:
         os.replace(name, final_name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
@@ -112,9 +120,12 @@ class Folder:
         os.fsync(self.fd)
 
 
-def _close(fds: list[int]) -> None:
-    while fds:
-        os.close(fds.pop())
+def _flushed(fd: int, flush: Future) -> None:
+    """Wait for ``fd``'s fsync (raising its failure), then close it."""
+    try:
+        flush.result()
+    finally:
+        os.close(fd)
 
 
 def create_temporary(directory: Path, final_name: str) -> tuple[BinaryIO, Path]:
