@@ -30,6 +30,9 @@ class Settings:
     # Time Syntax: date, time and timestamp values as 1 seconds since 1970 (type time),
     # 2 canonical or 3 java strings (model/value_text.TimeSyntax).
     time_syntax: int = 1
+    # Table selection (--tables): only these classes, with their child tables, are
+    # published; empty: every class of the schema.
+    tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # The schema is in every association, the log's name in SQL: neither may hold a

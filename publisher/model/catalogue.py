@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from publisher.errors import ConfigError
+
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
 
 
@@ -104,10 +106,15 @@ class Catalogue:
     # Child tables (not classes): each one's parent class. An event may name a child
     # table and a bare column (docs/classes.md, Child tables).
     child_tables: dict[str, str] = field(default_factory=dict)
+    # With a table selection (--tables, docs/parameters.md): the classes left out, which
+    # references still name, and the child tables left out with them. Events naming
+    # either are consumed unpublished.
+    left_out: dict[str, Table] = field(default_factory=dict)
+    left_out_children: frozenset[str] = frozenset()
 
     def referenced(self, column: Column) -> Table:
         """The class a reference column names; NotAClass when it names none."""
-        target = self.tables.get(column.reference)
+        target = self.tables.get(column.reference) or self.left_out.get(column.reference)
         if target is None or not target.key_is_primary:  # a keyless table is no class
             raise NotAClass(
                 f"column {column.name} references {column.reference}, which is not a class "
@@ -115,6 +122,43 @@ class Catalogue:
             )
         return target
 
+    def is_left_out(self, table_name: str) -> bool:
+        """Whether ``table_name`` is a class or child table the selection leaves out."""
+        return table_name in self.left_out or table_name in self.left_out_children
+
+    def selected(self, names: Sequence[str]) -> Catalogue:
+        """Only the classes ``names`` (with their child tables); UnknownTable for a name
+        that is no keyed class of the schema (a child table, a keyless table, a typo)."""
+        for name in names:
+            if name in self.tables and not self.tables[name].key_columns:
+                raise UnknownTable(
+                    f"--tables {name}: the table has no key (no primary key, no pk_ column), "
+                    "so its objects cannot be published"
+                )
+            if name in self.child_tables:
+                raise UnknownTable(
+                    f"--tables {name}: a child table, published with its class "
+                    f"{self.child_tables[name]}: select {self.child_tables[name]}"
+                )
+            if name not in self.tables:
+                known = ", ".join(sorted(self.tables)) or "none"
+                raise UnknownTable(
+                    f"--tables {name}: no class of that name in schema {self.schema} "
+                    f"(there are: {known})"
+                )
+        chosen = set(names)
+        return Catalogue(
+            self.schema,
+            {n: t for n, t in self.tables.items() if n in chosen},
+            {c: p for c, p in self.child_tables.items() if p in chosen},
+            {**self.left_out, **{n: t for n, t in self.tables.items() if n not in chosen}},
+            self.left_out_children | {c for c, p in self.child_tables.items() if p not in chosen},
+        )
+
 
 class NotAClass(ValueError):
     """A reference to a table that is not a class of the published schema."""
+
+
+class UnknownTable(ConfigError):
+    """A table named (--tables, --table) that cannot be selected."""
