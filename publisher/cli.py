@@ -105,6 +105,15 @@ def publishing_options(command: Callable) -> Callable:
             _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000,
                     show_default=True,
                     help="Cycles of at most this many rows run in the driver, not on Spark."),
+            _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
+                    show_default=True,
+                    help="Publish the event log, or compare the tables with the last cycle's state."),
+            _option("--state-dir", type=click.Path(file_okay=False),
+                    help="Triggerless state (default: $XDG_STATE_HOME/xdspub)."),
+            _option("--startup", type=click.Choice(["resync", "future", "all"]), default="resync",
+                    show_default=True,
+                    help="Triggerless, without a usable state: publish every object's current "
+                    "state, only record it, or add every object."),
         ]
     ):
         command = option(command)
@@ -216,6 +225,21 @@ def _require_db(options: dict[str, Any]) -> None:
         raise click.UsageError("Missing option '--db'.")
 
 
+def _triggerless(options: dict[str, Any]) -> Any:
+    """The triggerless options (taken out of ``options``) with --mode triggerless; None
+    for the event log."""
+    from pathlib import Path
+
+    mode, state_dir, startup = (options.pop(name) for name in ("mode", "state_dir", "startup"))
+    if mode != "triggerless":
+        return None
+    from publisher.delivery.state import default_state_dir
+    from publisher.triggerless import TriggerlessOptions
+
+    _require_db(options)
+    return TriggerlessOptions(Path(state_dir) if state_dir else default_state_dir(), startup)
+
+
 @cli.command()
 @publishing_options
 @_option("--out", required=True, help="FILE.xml, a directory, or - for standard output.")
@@ -243,7 +267,16 @@ def export(
     from publisher.progress import progress_for
     from publisher.settings import Settings
 
-    if source == "eventlog":
+    triggerless = _triggerless(options)
+    if triggerless is not None:
+        if source != "eventlog":
+            raise click.UsageError("--mode triggerless reads the database's tables, not --source FORMAT.")
+        from publisher.triggerless import export_triggerless
+
+        report = export_triggerless(Settings(**options), triggerless, out, progress_for(quiet))
+        if report.state_unused and not quiet:
+            click.echo(f"xdspub: {reason_text(report.state_unused)}", err=True)
+    elif source == "eventlog":
         named = (("--input", input_path), ("--keys", keys), ("--tables", tables))
         given = [name for name, value in named if value]
         if given:
@@ -296,11 +329,13 @@ def poll(
 
     _require_db(options)
     logs.configure(log_format)
+    triggerless = _triggerless(options)
     options["query_limit"] = options["query_limit"] or DEFAULT_QUERY_LIMIT
     service = PollingService(
         Settings(**options),
         ServiceOptions(interval, heartbeat, post_statements, metrics_port, wake=not no_wake),
         out,
+        triggerless,
     )
     click.get_current_context().exit(service.run())
 
@@ -335,8 +370,8 @@ def validate(paths: tuple[str, ...]) -> None:
 
 
 def _report(report: Any, quiet: bool) -> None:
-    for record_id, letter, why in report.notes:
-        click.echo(f"xdspub: record_id {record_id}: {letter}: {reason_text(why)}", err=True)
+    for line in report.note_lines():
+        click.echo(f"xdspub: {line}", err=True)
     if not quiet:
         click.echo(f"xdspub: {report.summary()}", err=True)
         click.echo(f"xdspub: {report.timing()}", err=True)

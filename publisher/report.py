@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from publisher.model.statuses import Status
+from publisher.model.statuses import Status, reason_text
 
 
 @dataclass
@@ -42,6 +42,10 @@ class CycleReport:
             f"{self.rows} rows read, {self.commands} commands, {self.documents} documents; "
             f"statuses {letters}{loopback}"
         )
+
+    def note_lines(self) -> list[str]:
+        """One line for each row that is not S: where it is, its letter and why."""
+        return [f"record_id {record_id}: {letter}: {reason_text(why)}" for record_id, letter, why in self.notes]
 
     def loopback_hint(self) -> str | None:
         """What to do when rows were not published because the publisher's own user made

@@ -53,6 +53,9 @@ class Command:
     association: str
     attrs: tuple[Attr, ...] = ()
     ord_time: float = 0.0
+    # A triggerless cycle's read time, with future events (docs/triggerless.md, Future
+    # events): the jdbc:database-local-time attribute.
+    local_time: str | None = None
 
 
 def association(canonical_key: str, class_name: str, schema: str) -> str:

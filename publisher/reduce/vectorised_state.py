@@ -35,7 +35,7 @@ def _matches(values: pa.Array, pattern: str) -> pa.Array:
     return pc.fill_null(pc.match_substring_regex(values, pattern), False)
 
 
-class _CellColumn:
+class CellColumn:
     """How one non-key column becomes cells: which values are their own text, and how a
     reference's value becomes its target's association."""
 
@@ -72,7 +72,7 @@ class StateColumns:
         self.child = table is not owner
         prefix = f"{table.name}." if self.child else ""
         self.cells = [
-            _CellColumn(catalogue, c, prefix + c.name)
+            CellColumn(catalogue, c, prefix + c.name)
             for c in table.columns
             if c.name not in table.key_columns
         ]
@@ -82,12 +82,12 @@ class StateColumns:
 
     def state(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         n = batch.num_rows
-        keys = self._keys(batch)
+        keys = self.keys(batch)
         kept = pc.is_valid(keys)
         columns = len(self.cells)
         flat = pa.array([], _CELL)
         if columns:
-            texts, errors = zip(*(self._cells(batch, cell) for cell in self.cells))
+            texts, errors = zip(*(self.cell_texts(batch, cell) for cell in self.cells))
             # Cell j of row i sits at j * n + i of the columns one after another.
             order = (np.arange(columns)[None, :] * n + np.arange(n)[:, None]).ravel()
             flat = pa.StructArray.from_arrays(
@@ -111,7 +111,7 @@ class StateColumns:
         )
         return state.filter(kept)
 
-    def _keys(self, batch: pa.RecordBatch) -> pa.Array:
+    def keys(self, batch: pa.RecordBatch) -> pa.Array:
         """Each row's object's canonical key; NULL for a row of no object."""
         value = batch.column(self.table.key_columns[0])
         if self.key_pattern is None:  # binary keys too: Base64, by the rules
@@ -128,7 +128,7 @@ class StateColumns:
             keys = pc.replace_with_mask(keys, pc.invert(fast), pa.array(texts, pa.string()))
         return keys
 
-    def _cells(self, batch: pa.RecordBatch, cell: _CellColumn) -> tuple[pa.Array, pa.Array]:
+    def cell_texts(self, batch: pa.RecordBatch, cell: CellColumn) -> tuple[pa.Array, pa.Array]:
         """One column's cells: their texts and their errors."""
         value = batch.column(cell.column.name)
         n = batch.num_rows

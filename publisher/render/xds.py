@@ -18,6 +18,8 @@ from publisher.model.commands import Attr, AttrOp, Command, CommandKind
 from publisher.model.value_text import DN
 
 _INPUT_MARK = "@@xdspub-commands@@"
+JDBC_NAMESPACE = "urn:dirxml:jdbc"
+_LOCAL_TIME = f"{{{JDBC_NAMESPACE}}}database-local-time"
 _INDENT = "  "
 _LEVEL = 2  # a command's depth in <nds><input>
 
@@ -93,9 +95,15 @@ def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str]]:
 
 
 @lru_cache(maxsize=None)  # one per command kind and class
-def _command_base(kind: CommandKind, class_name: str) -> etree._Element:
-    """The command's skeleton for its class, indented, without attributes."""
+def _command_base(kind: CommandKind, class_name: str, local_time: bool) -> etree._Element:
+    """The command's skeleton for its class, indented, without attributes; ``local_time``:
+    with jdbc:database-local-time, its namespace declared on the command."""
     command = _skeleton(kind).__copy__()  # whole, as lxml copies; copy.deepcopy only adds cost
+    if local_time:  # lxml declares a namespace only on a new element
+        declared = etree.Element(command.tag, dict(command.attrib), nsmap={"jdbc": JDBC_NAMESPACE})
+        declared.extend(command)
+        declared.set(_LOCAL_TIME, "")
+        command = declared
     command.set("class-name", class_name)
     etree.indent(command, space=_INDENT, level=_LEVEL)
     return command
@@ -110,11 +118,11 @@ def _attr_element(kind: CommandKind, attr: tuple) -> etree._Element:
 
 
 @lru_cache(maxsize=2048)  # a few shapes are most commands, then a long tail; one costs about 12 KB
-def _template(kind: CommandKind, class_name: str, shape: Shape) -> etree._Element:
+def _template(kind: CommandKind, class_name: str, shape: Shape, local_time: bool) -> etree._Element:
     """The command with every element in place and indented as etree.indent lays it out,
     its values still empty: copying it costs one call into lxml. A new shape is put
     together from copies of cached parts, one call per attribute, not one per element."""
-    command = _command_base(kind, class_name).__copy__()
+    command = _command_base(kind, class_name, local_time).__copy__()
     if shape:
         inner, closing = "\n" + _INDENT * (_LEVEL + 1), "\n" + _INDENT * _LEVEL
         command[-1].tail = inner  # the skeleton's last element: <association> at least
@@ -130,8 +138,11 @@ def command_xml(command: Command) -> bytes:
     """One add, modify or delete command as whole lines, indented for its place in
     <nds><input>."""
     shape, texts = _shape(command.kind, command.attrs)
-    element = _template(command.kind, command.class_name, shape).__copy__()
+    local_time = command.local_time
+    element = _template(command.kind, command.class_name, shape, local_time is not None).__copy__()
     element.set("event-id", str(command.event_id))
+    if local_time is not None:
+        element.set(_LOCAL_TIME, local_time)
     # An indented leaf keeps its text as set: filling the template after indenting it gives
     # the bytes that indenting the filled command would.
     for node, text in zip(element.iter("association", "value"), (command.association, *texts)):

@@ -29,6 +29,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect, libpq_conninfo, run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, pending_probe
+from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
 
 MAX_BACKOFF_SECONDS = 60.0
 
@@ -43,8 +44,9 @@ class ServiceOptions:
 
 
 class PollingService:
-    def __init__(self, settings: Settings, options: ServiceOptions, out: str) -> None:
-        self.settings, self.options = settings, options
+    def __init__(self, settings: Settings, options: ServiceOptions, out: str,
+                 triggerless: TriggerlessOptions | None = None) -> None:
+        self.settings, self.options, self.triggerless = settings, options, triggerless
         self.sink = open_sink(out, settings.batch_size)
         if not isinstance(self.sink, (DirectorySink, StdoutSink)):
             raise ConfigError("poll writes to a directory or to standard output (-)")
@@ -64,6 +66,12 @@ class PollingService:
             self.metrics.serve(self.options.metrics_port)
         engine, dialect = self._connect()
         if engine is None:
+            return 0
+        if self.triggerless is not None:
+            with TriggerlessPublisher(self.settings, self.triggerless, engine, dialect) as publisher:
+                self._serve_triggerless(publisher)
+            engine.dispose()
+            log(logging.INFO, "stopped")
             return 0
         log_table = open_event_log(engine, dialect, self.settings)
         lock = PublisherLock(engine, dialect, lock_name(self.settings))
@@ -104,6 +112,40 @@ class PollingService:
             if self.stopping.is_set():  # stop() may have come before wake was cleared
                 break
             self.wake.wait(self.options.interval)
+
+    def _serve_triggerless(self, publisher: TriggerlessPublisher) -> None:
+        """Every interval, one triggerless cycle (docs/triggerless.md); a failed one is
+        retried with a growing pause, its state untouched."""
+        backoff = self.options.interval
+        last_active = time.monotonic()
+        while not self.stopping.is_set():
+            try:
+                started = time.monotonic()
+                report = publisher.cycle(self.sink)
+                seconds = time.monotonic() - started
+                self.metrics.cycle.observe(seconds)
+                if report.state_unused:
+                    log(logging.INFO, "state not used", reason=report.state_unused)
+                for name, key, why in report.failed:
+                    log(logging.ERROR, "object", table=name, key=key, status="E", reason=why)
+                if report.commands:
+                    last_active = time.monotonic()
+                elif self._heartbeat_due(last_active):
+                    self.sink.heartbeat()
+                    log(logging.INFO, "heartbeat")
+                    last_active = time.monotonic()
+                log(logging.INFO, "cycle", objects=report.objects, commands=report.commands,
+                    documents=report.documents, failed=len(report.failed), seconds=f"{seconds:.2f}",
+                    **{f"objects_{k}": v for k, v in sorted(report.changes.items())})
+                backoff = self.options.interval
+            except ConfigError:
+                raise
+            except Exception as exc:  # the service outlives any one failed cycle
+                log(logging.ERROR, "cycle failed", error=_one_line(exc), retry_in=f"{backoff:.0f}s")
+                self.stopping.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                continue
+            self.stopping.wait(self.options.interval)
 
     def _wake_ups(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> AbstractContextManager:
         """Listening for the event log's notifications, where it has the wake-up trigger."""

@@ -62,6 +62,9 @@ class Dialect:
     time_order: Callable[[sa.ColumnElement], sa.ColumnElement]
     time_unit_seconds: float
     now: Callable[[], sa.ColumnElement]
+    # The database's local date and time as text, YYYY-MM-DD HH:MM:SS.fff (a triggerless
+    # cycle's jdbc:database-local-time, docs/triggerless.md).
+    local_time: str
     # A text column cut to its first n characters in the database (and whole when shorter),
     # so that a huge value never leaves it whole (docs/parameters.md, Maximum Value Length).
     first_characters: Callable[[sa.ColumnElement, int], sa.ColumnElement]
@@ -149,6 +152,7 @@ SQLITE = Dialect(
     time_order=lambda column: sa.func.julianday(column),
     time_unit_seconds=86400.0,
     now=lambda: sa.literal_column("'now'"),
+    local_time="SELECT strftime('%Y-%m-%d %H:%M:%f', 'now', 'localtime')",
     first_characters=_sqlite_first_characters,
     run_script=lambda connection, script: connection.executescript(script),
     on_connect=_sqlite_prepare,
@@ -185,6 +189,7 @@ POSTGRESQL = Dialect(
     time_order=lambda column: sa.extract("epoch", column),
     time_unit_seconds=1.0,
     now=lambda: sa.literal_column("(clock_timestamp() AT TIME ZONE 'utc')"),
+    local_time="SELECT to_char(clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS.MS')",
     first_characters=_substr,
     run_script=lambda connection, script: connection.execute(script),
     identifier_bytes=63,  # NAMEDATALEN - 1: PostgreSQL cuts a longer name
@@ -237,6 +242,7 @@ MARIADB = Dialect(
     ),
     time_unit_seconds=1e-6,
     now=lambda: sa.func.utc_timestamp(6),
+    local_time="SELECT LEFT(DATE_FORMAT(NOW(3), '%Y-%m-%d %H:%i:%s.%f'), 23)",
     first_characters=_substr,
     run_script=_run_each_result,
     identifier_bytes=64,

@@ -1,0 +1,232 @@
+"""Triggerless publication's state (docs/triggerless.md, State): per class, each object's
+key and every attribute's values as the last cycle published them, as Parquet.
+
+One folder per database and schema under the state directory. Each cycle's state is a
+generation folder (``gen-<number>``) holding a manifest and one Parquet file a class;
+``CURRENT`` names the generation in use. A new generation is written whole, made durable,
+then ``CURRENT`` is replaced by a rename: a crash at any moment leaves the old state or
+the new one, never a mix. An flock on ``.lock`` keeps one publisher per folder."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from publisher.errors import ConfigError, PublisherBusy, SinkError
+
+FORMAT = 1
+CURRENT = "CURRENT"
+MANIFEST = "manifest.json"
+_LOCK = ".lock"
+_GENERATION = re.compile(r"^gen-[0-9]{20}$")
+_OURS = re.compile(r"^(CURRENT|\.lock|gen-[0-9]{20}|\.gen-.*\.tmp|\.CURRENT\..*\.tmp)$")
+
+
+class StateError(ConfigError):
+    """A state folder that cannot be used: unwritable, or holding what xdspub did not write."""
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/xdspub`` (``~/.local/state/xdspub`` without it)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "xdspub"
+
+
+def folder_name(database: str, schema: str) -> str:
+    """The folder of one database and schema: readable, and unique by a hash of both."""
+    digest = hashlib.sha256(f"{database}\0{schema}".encode()).hexdigest()[:12]
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{database}-{schema}").strip("._-")[:60]
+    return f"{readable}-{digest}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a state was written for: a state written for anything else is not used."""
+
+    database: str  # the database's URL without its password (SQLite: the file's path)
+    schema: str
+    tables: tuple[str, ...]  # the classes published, in name order
+    time_syntax: int
+    keys: dict[str, list[str]]  # each class's key columns
+
+    def differences(self, other: dict) -> str | None:
+        """Why a manifest's identity is not this one; None when it is."""
+        for name in ("database", "schema", "time_syntax"):
+            if other.get(name) != getattr(self, name):
+                return f"it was written for {name} {other.get(name)!r}, not {getattr(self, name)!r}"
+        if tuple(other.get("tables", ())) != self.tables:
+            return f"it was written for the tables {', '.join(other.get('tables', ())) or 'none'}"
+        for table, key in self.keys.items():
+            if other.get("keys", {}).get(table) != key:
+                return f"the key of {table} was {'+'.join(other.get('keys', {}).get(table) or ['?'])}"
+        return None
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The state read at the start of a cycle: its generation, and each class's folder of
+    Parquet files (None: no usable state, and why)."""
+
+    generation: int
+    classes: dict[str, Path] | None
+    why_not: str | None = None
+
+    def table(self, name: str) -> pa.Table | None:
+        """A class's previous objects (None: none were kept)."""
+        if self.classes is None or name not in self.classes:
+            return None
+        return pq.read_table(self.classes[name])
+
+
+class NewGeneration:
+    """A state being written: each class's Parquet files in a folder of their own, then
+    ``commit`` makes them the state in use, or ``discard`` drops them."""
+
+    def __init__(self, folder: StateFolder, generation: int) -> None:
+        self.folder, self.generation = folder, generation
+        self.name = f"gen-{generation:020d}"
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix=f".{self.name}.", suffix=".tmp", dir=folder.path))
+        except OSError as exc:
+            raise SinkError(f"cannot write the state in {folder.path}: {exc.strerror or exc}") from exc
+        self.classes: dict[str, str] = {}
+
+    def class_folder(self, table: str) -> Path:
+        """The folder of ``table``'s Parquet files (user names are never file names)."""
+        if table not in self.classes:
+            self.classes[table] = str(len(self.classes))
+            (self.path / self.classes[table]).mkdir()
+        return self.path / self.classes[table]
+
+    def write_table(self, table: str, data: pa.Table) -> None:
+        pq.write_table(data, self.class_folder(table) / "part-0.parquet")
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def commit(self) -> None:
+        """Durable first, then named in CURRENT by a rename; SinkError when it cannot be."""
+        identity, folder = self.folder.identity, self.folder.path
+        manifest = {
+            "format": FORMAT,
+            "database": identity.database,
+            "schema": identity.schema,
+            "tables": list(identity.tables),
+            "time_syntax": identity.time_syntax,
+            "keys": identity.keys,
+            "classes": self.classes,
+        }
+        try:
+            (self.path / MANIFEST).write_text(json.dumps(manifest, indent=1))
+            for path in sorted(self.path.rglob("*"), reverse=True):  # files before their folders
+                _fsync(path)
+            _fsync(self.path)
+            final = folder / self.name
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(self.path, final)
+            pointer = folder / f".{CURRENT}.{os.getpid()}.tmp"
+            pointer.write_text(self.name + "\n")
+            _fsync(pointer)
+            os.replace(pointer, folder / CURRENT)
+            _fsync(folder)
+        except OSError as exc:
+            raise SinkError(f"cannot write the state in {folder}: {exc.strerror or exc}") from exc
+        self.folder.sweep()
+
+
+class StateFolder:
+    """One database and schema's state folder, locked while open."""
+
+    def __init__(self, base: Path, identity: Identity) -> None:
+        self.identity = identity
+        self.path = base / folder_name(identity.database, identity.schema)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._fd = os.open(self.path / _LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise StateError(f"cannot use the state folder {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise PublisherBusy(f"another triggerless publisher uses the state folder {self.path}") from None
+            raise
+        foreign = sorted(p.name for p in self.path.iterdir() if not _OURS.match(p.name))
+        if foreign:
+            self.close()
+            raise StateError(
+                f"the state folder {self.path} holds files xdspub did not write ({', '.join(foreign[:3])}): "
+                "give --state-dir a folder of its own"
+            )
+        self.sweep()
+
+    def __enter__(self) -> StateFolder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _current(self) -> str | None:
+        try:
+            name = (self.path / CURRENT).read_text().strip()
+        except FileNotFoundError:
+            return None
+        return name if _GENERATION.match(name) else None
+
+    def sweep(self) -> None:
+        """Remove what a killed cycle left: temporary folders and old generations."""
+        current = self._current()
+        for entry in self.path.iterdir():
+            stale = entry.name.endswith(".tmp") or (_GENERATION.match(entry.name) and entry.name != current)
+            if stale:
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+
+    def read(self) -> Previous:
+        """The state in use, if it was written for this identity."""
+        current = self._current()
+        if current is None:
+            return Previous(0, None, "there is no state yet")
+        folder = self.path / current
+        generation = int(current.removeprefix("gen-"))
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text())
+        except (OSError, ValueError) as exc:
+            return Previous(generation, None, f"its manifest cannot be read ({exc})")
+        if manifest.get("format") != FORMAT:
+            return Previous(generation, None, f"it is of format {manifest.get('format')!r}")
+        why = self.identity.differences(manifest)
+        if why is not None:
+            return Previous(generation, None, why)
+        classes = manifest.get("classes")
+        if not isinstance(classes, dict) or not all(re.fullmatch(r"[0-9]+", str(v)) for v in classes.values()):
+            return Previous(generation, None, "its manifest names no classes")
+        return Previous(generation, {name: folder / number for name, number in classes.items()})
+
+    def begin(self, generation: int) -> NewGeneration:
+        return NewGeneration(self, generation)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

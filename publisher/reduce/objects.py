@@ -1,0 +1,336 @@
+"""Triggerless publication (docs/triggerless.md): a class's objects as read now, one row an
+object and one column an attribute, and their comparison with the previous cycle's state.
+
+The current rows become XDS text by the query-back rules, column by column
+(vectorised_state.py); only the objects that changed reach Python, one at a time, to
+become commands. The same functions run in the driver and in Spark's Python workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from publisher.model import value_text
+from publisher.model.catalogue import Catalogue, Table
+from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
+from publisher.model.statuses import reason_text
+from publisher.reduce.query_back_state import SEPARATOR
+from publisher.reduce.vectorised_state import StateColumns
+
+KEY = "key"  # the object's canonical table_key
+ERROR = "error"  # why the object cannot be published now (current objects only)
+ORDER = "k:"  # a key column's value as read, named after it: the objects' order
+ATTRIBUTE = "a:"  # an attribute's XDS text (single-valued) or its values (multi-valued)
+VALUES = pa.list_(pa.string())
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str  # a column's, or child_table.column
+    xds_type: str
+    multi_valued: bool
+
+    @property
+    def field(self) -> pa.Field:
+        return pa.field(ATTRIBUTE + self.name, VALUES if self.multi_valued else pa.string())
+
+
+def attributes(table: Table) -> tuple[Attribute, ...]:
+    """The class's attributes in its order: its non-key columns, then its multi-valued
+    attributes (as query-back renders them, docs/rendering.md)."""
+    single = [Attribute(c.name, c.xds_type, False) for c in table.columns if c.name not in table.key_columns]
+    return (*single, *(Attribute(m.name, m.xds_type, True) for m in table.multi_valued))
+
+
+def state_schema(table: Table) -> pa.Schema:
+    """A class's objects as the state keeps them: key, key columns, attributes."""
+    return pa.schema(
+        [
+            pa.field(KEY, pa.string()),
+            *(pa.field(ORDER + name, pa.string()) for name in table.key_columns),
+            *(a.field for a in attributes(table)),
+        ]
+    )
+
+
+def current_schema(table: Table) -> pa.Schema:
+    return state_schema(table).append(pa.field(ERROR, pa.string()))
+
+
+def _text(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Key values as read, as text (a binary key's bytes as Base64 would be costly: as read)."""
+    if pa.types.is_binary(array.type):
+        return pc.cast(pc.cast(array, pa.large_binary()), pa.large_string(), safe=False).cast(pa.string())
+    return array
+
+
+def current_objects(
+    catalogue: Catalogue, table: Table, rows: pa.Table, children: dict[str, pa.Table]
+) -> pa.Table:
+    """The class's objects now (current_schema), unordered: ``rows`` its table's rows and
+    ``children`` each child table's (Table.children), as source/query_back.py reads them.
+    A row whose key is NULL or not of its type is no object; where a view's key holds
+    several rows, the first is the object."""
+    columns = StateColumns(catalogue, table, table)
+    parts = [_parent_objects(table, columns, batch) for batch in rows.to_batches()]
+    objects = pa.Table.from_batches(parts, current_schema(table)) if parts else current_schema(table).empty_table()
+    objects = objects.combine_chunks()
+    if not table.key_is_primary and objects.num_rows:
+        first = pc.index_in(objects[KEY], value_set=objects[KEY])
+        objects = objects.filter(pc.equal(first, pa.array(np.arange(objects.num_rows))))
+    for child in table.children():
+        objects = _with_child(catalogue, table, child, objects, children[child.name])
+    return objects
+
+
+def _parent_objects(table: Table, columns: StateColumns, batch: pa.RecordBatch) -> pa.RecordBatch:
+    keys = columns.keys(batch)
+    texts, errors = [], []
+    for cell in columns.cells:
+        text, error = columns.cell_texts(batch, cell)
+        texts.append(text)
+        errors.append(error)
+    empty = pa.array([[]] * batch.num_rows, VALUES)
+    error = pc.coalesce(*errors) if errors else pa.nulls(batch.num_rows, pa.string())
+    arrays = [
+        keys,
+        *(_text(batch.column(name)) for name in table.key_columns),
+        *texts,
+        *(empty for _ in table.multi_valued),
+        error,
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=current_schema(table)).filter(pc.is_valid(keys))
+
+
+def _with_child(
+    catalogue: Catalogue, table: Table, child: Table, objects: pa.Table, rows: pa.Table
+) -> pa.Table:
+    """``objects`` with the values ``child``'s rows give their multi-valued attributes,
+    each sorted and once, and the first error of an object's child rows."""
+    columns = StateColumns(catalogue, table, child)
+    keys, texts, errors = [], {c.label: [] for c in columns.cells}, []
+    for batch in rows.to_batches():
+        batch_keys = columns.keys(batch)
+        keys.append(batch_keys)
+        batch_errors = []
+        for cell in columns.cells:
+            text, error = columns.cell_texts(batch, cell)
+            texts[cell.label].append(text)
+            batch_errors.append(error)
+        errors.append(pc.coalesce(*batch_errors) if batch_errors else pa.nulls(batch.num_rows, pa.string()))
+    if not keys:
+        return objects
+    key = pa.concat_arrays(keys)
+    object_keys = objects[KEY].combine_chunks()
+    for label, parts in texts.items():
+        values = _values_by_key(key, pa.concat_arrays(parts))
+        at = pc.index_in(object_keys, value_set=values[KEY])
+        taken = values["values"].take(at)
+        index = objects.schema.get_field_index(ATTRIBUTE + label)
+        objects = objects.set_column(index, objects.field(index), pc.fill_null(taken, pa.scalar([], VALUES)))
+    error = pa.concat_arrays(errors)
+    failed = pc.and_(pc.is_valid(error), pc.is_valid(key))
+    if pc.any(failed).as_py():
+        first = pa.table({KEY: key.filter(failed), ERROR: error.filter(failed)})
+        at = pc.index_in(object_keys, value_set=first[KEY])
+        index = objects.schema.get_field_index(ERROR)
+        merged = pc.coalesce(objects[ERROR], first[ERROR].take(at))
+        objects = objects.set_column(index, objects.field(index), merged)
+    return objects
+
+
+def _values_by_key(keys: pa.Array, texts: pa.Array) -> pa.Table:
+    """Each key's values, sorted by their text and once each (a list per key)."""
+    pairs = pa.table({KEY: keys, "text": texts}).filter(pc.and_(pc.is_valid(keys), pc.is_valid(texts)))
+    pairs = pairs.sort_by([(KEY, "ascending"), ("text", "ascending")])
+    key, text = pairs[KEY].combine_chunks(), pairs["text"].combine_chunks()
+    n = len(key)
+    if n == 0:
+        return pa.table({KEY: pa.array([], pa.string()), "values": pa.array([], VALUES)})
+    same_key = np.zeros(n, bool)
+    same_text = np.zeros(n, bool)
+    same_key[1:] = pc.equal(key[1:], key[:-1]).to_numpy(zero_copy_only=False)
+    same_text[1:] = pc.equal(text[1:], text[:-1]).to_numpy(zero_copy_only=False)
+    kept = ~(same_key & same_text)
+    key, text, same_key = key.filter(pa.array(kept)), text.filter(pa.array(kept)), same_key[kept]
+    starts = np.flatnonzero(~same_key)
+    offsets = pa.array(np.append(starts, len(key)).astype(np.int32))
+    return pa.table({KEY: key.take(pa.array(starts)), "values": pa.ListArray.from_arrays(offsets, text)})
+
+
+def in_key_order(table: Table, objects: pa.Table) -> pa.Table:
+    """``objects`` in their class's key order: an integer key column by its number (text
+    when one does not fit 64 bits), any other by its text."""
+    if objects.num_rows < 2:
+        return objects
+    sort = {}
+    for name in table.key_columns:
+        column = objects[ORDER + name]
+        if table.column(name).xds_type == value_text.INT:
+            try:
+                column = pc.cast(pc.utf8_trim_whitespace(column), pa.int64())
+            except pa.ArrowInvalid:
+                pass
+        sort[name] = column
+    order = pc.sort_indices(pa.table(list(sort.values()), names=[f"c{i}" for i in range(len(sort))]),
+                            sort_keys=[(f"c{i}", "ascending") for i in range(len(sort))])
+    return objects.take(order)
+
+
+class Change(StrEnum):
+    ADDED = "added"
+    DELETED = "deleted"
+    CHANGED = "changed"
+    CURRENT = "current"  # published whole, as a type 6 query-back would (--startup resync)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What changed in one class: the objects to publish in key order with how, the new
+    state (current_schema without the error), and the objects that cannot be published."""
+
+    changes: pa.Table  # state_schema plus "change", "old": the old values of a changed object
+    state: pa.Table
+    failed: list[tuple[str, str]]  # (canonical key, reason)
+
+
+def _changed(old: pa.Array, new: pa.Array, multi_valued: bool) -> np.ndarray:
+    if multi_valued:
+        lengths = pc.not_equal(pc.list_value_length(old), pc.list_value_length(new))
+        old, new = pc.binary_join(old, SEPARATOR), pc.binary_join(new, SEPARATOR)
+        differ = pc.or_(pc.fill_null(lengths, True), pc.fill_null(pc.not_equal(old, new), True))
+    else:
+        differ = pc.or_(
+            pc.fill_null(pc.not_equal(old, new), False), pc.not_equal(pc.is_null(old), pc.is_null(new))
+        )
+    return differ.to_numpy(zero_copy_only=False)
+
+
+def _aligned(table: Table, state: pa.Table | None) -> pa.Table:
+    """The previous state in this cycle's columns: an attribute it lacks had no values."""
+    schema = state_schema(table)
+    if state is None:
+        return schema.empty_table()
+    columns = []
+    for field in schema:
+        if field.name in state.column_names:
+            columns.append(state[field.name].cast(field.type))
+        elif field.type == VALUES:
+            columns.append(pa.array([[]] * state.num_rows, VALUES))
+        else:
+            columns.append(pa.nulls(state.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema).combine_chunks()
+
+
+def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup: str | None) -> Comparison:
+    """``current`` objects (current_objects) against the ``previous`` state; ``startup``
+    (resync, future or all) when there is no usable previous state (docs/triggerless.md,
+    Startup)."""
+    schema = state_schema(table)
+    failed_mask = pc.is_valid(current[ERROR])
+    failed = [(k, reason_text(e)) for k, e in zip(
+        current[KEY].filter(failed_mask).to_pylist(), current[ERROR].filter(failed_mask).to_pylist())]
+    good = current.filter(pc.invert(failed_mask)).select(schema.names)
+    old = _aligned(table, previous)
+    if startup is not None:
+        change = {"resync": Change.CURRENT, "all": Change.ADDED}.get(startup)
+        changes = good if change else schema.empty_table()
+        changes = _with_change(changes, pa.array([change] * changes.num_rows, pa.string()), None)
+        state = good.combine_chunks()
+        return Comparison(in_key_order(table, changes), state, failed)
+    at_old = pc.index_in(good[KEY], value_set=old[KEY])
+    matched = pc.is_valid(at_old).to_numpy(zero_copy_only=False)
+    # A failed object keeps its previous state, so the next cycle compares with what was
+    # published; a new one that failed is left out, and is new again next time.
+    failed_keys = current[KEY].filter(failed_mask)
+    kept_failed = old.filter(pc.is_in(old[KEY], value_set=failed_keys))
+    deleted = old.filter(pc.invert(pc.is_in(old[KEY], value_set=current[KEY])))
+    pairs_new = good.filter(pa.array(matched))
+    pairs_old = old.take(at_old.filter(pa.array(matched)))
+    differ = np.zeros(pairs_new.num_rows, bool)
+    for attribute in attributes(table):
+        name = ATTRIBUTE + attribute.name
+        differ |= _changed(pairs_old[name].combine_chunks(), pairs_new[name].combine_chunks(),
+                           attribute.multi_valued)
+    added = good.filter(pa.array(~matched))
+    changed_new, changed_old = pairs_new.filter(pa.array(differ)), pairs_old.filter(pa.array(differ))
+    changes = pa.concat_tables([
+        _with_change(added, pa.array([Change.ADDED] * added.num_rows, pa.string()), None),
+        _with_change(changed_new, pa.array([Change.CHANGED] * changed_new.num_rows, pa.string()), changed_old),
+        _with_change(deleted, pa.array([Change.DELETED] * deleted.num_rows, pa.string()), None),
+    ])
+    state = pa.concat_tables([good, kept_failed]).combine_chunks()
+    return Comparison(in_key_order(table, changes), state, failed)
+
+
+def _with_change(objects: pa.Table, change: pa.Array, old: pa.Table | None) -> pa.Table:
+    """``objects`` with their change, and the old values of changed ones as one struct."""
+    old_type = pa.struct([f for f in objects.schema if f.name.startswith(ATTRIBUTE)])
+    if old is None:
+        old_values = pa.nulls(objects.num_rows, old_type)
+    else:
+        old_values = pa.StructArray.from_arrays(
+            [old[f.name].combine_chunks() for f in old_type], fields=list(old_type)
+        )
+    return objects.append_column("change", change).append_column("old", old_values)
+
+
+def commands(
+    table: Table, schema: str, changes: pa.Table, first_id: int, local_time: str | None
+) -> Iterator[Command]:
+    """The commands of one class's changes, in their order, numbered from ``first_id``."""
+    names = attributes(table)
+    for offset, row in enumerate(_rows(changes)):
+        where = association(row[KEY], table.name, schema)
+        event_id = first_id + offset
+        change = row["change"]
+        if change == Change.DELETED:
+            yield Command(CommandKind.DELETE, table.name, event_id, where, local_time=local_time)
+            continue
+        if change == Change.ADDED:
+            attrs = tuple(Attr(AttrOp.ADD, a.name, a.xds_type, None, values, a.multi_valued)
+                          for a in names if (values := _values(row, a)))
+            kind = CommandKind.ADD
+        elif change == Change.CURRENT:
+            attrs = tuple(Attr(AttrOp.REPLACE, a.name, a.xds_type, None, _values(row, a), a.multi_valued)
+                          for a in names)
+            kind = CommandKind.MODIFY
+        else:
+            attrs = tuple(_modified(names, row["old"], row))
+            kind = CommandKind.MODIFY
+        yield Command(kind, table.name, event_id, where, attrs, local_time=local_time)
+
+
+def _rows(changes: pa.Table) -> Iterable[dict]:
+    for batch in changes.to_batches(max_chunksize=10_000):
+        yield from batch.to_pylist()
+
+
+def _values(row: dict, attribute: Attribute) -> tuple[str, ...]:
+    value = row[ATTRIBUTE + attribute.name]
+    if attribute.multi_valued:
+        return tuple(value or ())
+    return () if value is None else (value,)
+
+
+def _modified(names: Sequence[Attribute], old: dict, row: dict) -> Iterator[Attr]:
+    """A changed object's changed attributes: a single value's remove-value of the old and
+    add-value of the new; a multi-valued one's removed and added values."""
+    for a in names:
+        name = ATTRIBUTE + a.name
+        before, after = old[name], row[name]
+        if not a.multi_valued:
+            if before != after:
+                yield Attr(AttrOp.MODIFY, a.name, a.xds_type, before, () if after is None else (after,))
+            continue
+        removed = sorted(set(before or ()) - set(after or ()))
+        added = tuple(sorted(set(after or ()) - set(before or ())))
+        for value in removed:
+            yield Attr(AttrOp.MODIFY, a.name, a.xds_type, value, (), True)
+        if added:
+            yield Attr(AttrOp.ADD, a.name, a.xds_type, None, added, True)

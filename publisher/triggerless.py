@@ -1,0 +1,225 @@
+"""Triggerless publication (docs/triggerless.md): each cycle reads the selected classes
+whole, compares every object with the state the previous cycle kept, publishes the
+differences, and only once its documents are durable replaces the state.
+
+A class of at most ``--small-cycle-rows`` rows is compared in the driver; a bigger one on
+Spark (plans/triggerless_plan.py). Both run reduce/objects.py, and the driver renders the
+commands of both, in class order, then key order."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import sqlalchemy as sa
+
+from publisher.delivery.ordered import in_memory
+from publisher.delivery.sinks import Sink, open_sink
+from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
+from publisher.model.catalogue import Catalogue, Table
+from publisher.model.rows import COMMANDS
+from publisher.model.statuses import reason_text
+from publisher.plans import Phases
+from publisher.progress import CycleProgress, Silent
+from publisher.reduce.objects import Comparison, commands, compare, current_objects
+from publisher.render.xds import command_xml
+from publisher.report import CycleReport
+from publisher.settings import Settings
+from publisher.source.database import connect, run_named
+from publisher.source.dialects import Dialect
+from publisher.source.query_back import current_table
+from publisher.source.schema import reflect_catalogue
+
+STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
+# An event-id is the state's generation times this, plus the command's place in the cycle:
+# a cycle run again after a crash, before its state was kept, writes the same names.
+IDS_PER_GENERATION = 10**12
+_RENDER_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class TriggerlessOptions:
+    state_dir: Path
+    startup: str = "resync"
+
+
+@dataclass
+class TriggerlessReport(CycleReport):
+    """A triggerless cycle: objects read and what changed, instead of rows and statuses."""
+
+    objects: int = 0
+    changes: Counter = field(default_factory=Counter)
+    failed: list[tuple[str, str, str]] = field(default_factory=list)  # class, key, why
+    state_unused: str | None = None  # why the previous state was not used
+    state_kept: bool = False
+
+    def summary(self) -> str:
+        changes = ", ".join(f"{n} {kind}" for kind, n in sorted(self.changes.items())) or "no change"
+        failed = f"; {len(self.failed)} objects not published (E)" if self.failed else ""
+        kept = "state kept" if self.state_kept else "state unchanged"
+        return (
+            f"{self.objects} objects read, {changes}; {self.commands} commands, "
+            f"{self.documents} documents{failed}; {kept}"
+        )
+
+    def note_lines(self) -> list[str]:
+        return [f"class {name} object {reason_text(key)}: E: {reason_text(why)}" for name, key, why in self.failed]
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return [(f"{name} {key}", why) for name, key, why in self.failed]
+
+
+def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
+    """The database a state belongs to: its URL without password (SQLite: its file)."""
+    url = engine.url.set(password=None, query={})
+    if dialect.database_is_file and url.database:
+        url = url.set(database=str(Path(url.database).resolve()))
+    return url.render_as_string(hide_password=True)
+
+
+def published_classes(catalogue: Catalogue) -> list[Table]:
+    """The classes a triggerless cycle reads, in name order: the keyed ones (a keyless
+    table named in --tables is refused by Catalogue.selected)."""
+    return [catalogue.tables[name] for name in sorted(catalogue.tables) if catalogue.tables[name].key_columns]
+
+
+class TriggerlessPublisher:
+    """The state folder, locked, and what each cycle needs of the database."""
+
+    def __init__(self, settings: Settings, options: TriggerlessOptions, engine: sa.Engine, dialect: Dialect) -> None:
+        if options.startup not in STARTUPS:
+            raise ValueError(f"unknown startup {options.startup!r}")
+        self.settings, self.options, self.engine, self.dialect = settings, options, engine, dialect
+        catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
+        self.catalogue = catalogue.selected(settings.tables) if settings.tables else catalogue
+        self.classes = published_classes(self.catalogue)
+        identity = Identity(
+            database_identity(engine, dialect),
+            settings.schema,
+            tuple(t.name for t in self.classes),
+            settings.time_syntax,
+            {t.name: list(t.key_columns) for t in self.classes},
+        )
+        self.state = StateFolder(options.state_dir, identity)
+
+    def close(self) -> None:
+        self.state.close()
+
+    def __enter__(self) -> TriggerlessPublisher:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def local_time(self) -> str | None:
+        """The database's local time now, with future events (docs/triggerless.md)."""
+        if not self.settings.future_events:
+            return None
+        with self.engine.connect() as connection:
+            return str(run_named(connection, self.dialect.local_time).scalar_one())
+
+    def rows(self, table: Table) -> int:
+        schema = self.catalogue.schema if self.dialect.has_schemas else None
+        with self.engine.connect() as connection:
+            source = sa.table(table.name, schema=schema)
+            return connection.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
+
+    def compare_in_driver(self, table: Table, previous: Previous, startup: str | None,
+                          generation: NewGeneration) -> Comparison:
+        schema = self.catalogue.schema if self.dialect.has_schemas else None
+        rows = current_table(self.engine, schema, table, table.key_columns, None)
+        children = {
+            child.name: current_table(self.engine, schema, child, child.key_columns, None)
+            for child in table.children()
+        }
+        objects = current_objects(self.catalogue, table, rows, children)
+        comparison = compare(table, previous.table(table.name), objects, startup)
+        generation.write_table(table.name, comparison.state)
+        return comparison
+
+    def cycle(self, sink: Sink, progress: CycleProgress | None = None) -> TriggerlessReport:
+        """One cycle: read, compare, publish, then keep the new state."""
+        report = TriggerlessReport()
+        phases = Phases(report, progress or Silent())
+        try:
+            return self._cycle(sink, report, phases)
+        finally:
+            phases.progress.close()
+
+    def _cycle(self, sink: Sink, report: TriggerlessReport, phases: Phases) -> TriggerlessReport:
+        previous = self.state.read()
+        startup = None
+        if previous.classes is None:
+            startup = self.options.startup
+            report.state_unused = f"no usable state ({previous.why_not}): startup {startup}"
+        generation = self.state.begin(previous.generation + 1)
+        try:
+            phases.begin("reading and comparing")
+            local_time = self.local_time()
+            compared = []
+            for table in self.classes:
+                comparison = self._compare(table, previous, startup, generation, phases)
+                compared.append((table, comparison))
+                report.objects += comparison.state.num_rows
+                report.failed += [(table.name, key, why) for key, why in comparison.failed]
+                for change, n in Counter(comparison.changes["change"].to_pylist()).items():
+                    report.changes[change] += n
+            phases.begin("rendering", commands=sum(c.changes.num_rows for _, c in compared))
+            ordered = in_memory(self._rendered(compared, generation.generation, local_time))
+            phases.begin("writing documents", commands=ordered.total)
+            report.commands = ordered.total
+            report.documents = sink.publish(ordered) if ordered.total else 0
+            changed = startup is not None or report.commands > 0
+            if self.settings.dry_run or not changed:
+                generation.discard()
+            else:
+                phases.begin("keeping the state")
+                generation.commit()
+                report.state_kept = True
+        except BaseException:
+            generation.discard()
+            raise
+        phases.end()
+        return report
+
+    def _compare(self, table: Table, previous: Previous, startup: str | None,
+                 generation: NewGeneration, phases: Phases) -> Comparison:
+        if self.rows(table) <= self.settings.small_cycle_rows:
+            return self.compare_in_driver(table, previous, startup, generation)
+        # Spark loads only here: the CLI's --help and small classes stay light.
+        from publisher.plans.triggerless_plan import compare_on_spark
+
+        return compare_on_spark(self, table, previous, startup, generation, phases)
+
+    def _rendered(self, compared: list[tuple[Table, Comparison]], generation: int,
+                  local_time: str | None) -> Iterator[pa.RecordBatch]:
+        """The commands as rows.COMMANDS, numbered in class order, then key order."""
+        next_id = generation * IDS_PER_GENERATION + 1
+        schema = self.catalogue.schema
+        rows = []
+        for table, comparison in compared:
+            for command in commands(table, schema, comparison.changes, next_id, local_time):
+                rows.append(COMMANDS.row(cmd_time=0.0, cmd_id=command.event_id, xml=command_xml(command)))
+                if len(rows) >= _RENDER_BATCH:
+                    yield COMMANDS.batch(rows)
+                    rows = []
+            next_id += comparison.changes.num_rows
+        yield COMMANDS.batch(rows)
+
+
+def export_triggerless(
+    settings: Settings, options: TriggerlessOptions, out: str, progress: CycleProgress | None = None
+) -> TriggerlessReport:
+    """``xdspub export --mode triggerless``: one cycle."""
+    engine, dialect = connect(settings.db_url)
+    try:
+        sink = open_sink(out, settings.batch_size)
+        with TriggerlessPublisher(settings, options, engine, dialect) as publisher:
+            return publisher.cycle(sink, progress)
+    finally:
+        engine.dispose()
+
