@@ -1,0 +1,265 @@
+"""Triggerless publication (docs/triggerless.md): each cycle compares the tables with the
+previous cycle's state and publishes the differences.
+
+The property: after random changes between cycles, applying every document in order to an
+empty directory model gives the objects a fresh ``--startup all`` publishes of the
+database as it is, on SQLite, PostgreSQL and MariaDB, with a schema of mixed-case,
+reserved-word and long names, a composite text key, a key-only table, a child table and
+references."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+from lxml import etree
+
+from publisher.cli import cli
+from publisher.delivery.sinks import open_sink
+from publisher.delivery.state import CURRENT, StateError, folder_name
+from publisher.render.xds import JDBC_NAMESPACE
+from publisher.settings import Settings
+from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher, database_identity
+from tests.test_unusual_schemas import LOG, PERSON, UnusualDb
+
+Model = dict[tuple[str, str], dict[str, set[str]]]  # (class, association): attribute values
+
+
+def apply(model: Model, folder: Path) -> None:
+    """Every document in ``folder``, in name order, applied to ``model`` as a directory
+    would apply it."""
+    for path in sorted(folder.glob("*.xml")):
+        for command in etree.parse(str(path)).getroot().find("input"):
+            obj = (command.get("class-name"), command.findtext("association"))
+            if command.tag == "add":
+                assert obj not in model, f"{path.name}: add of an object that exists: {obj}"
+                model[obj] = {a.get("attr-name"): {v.text for v in a} for a in command.iter("add-attr")}
+            elif command.tag == "delete":
+                assert model.pop(obj, None) is not None, f"{path.name}: delete of no object: {obj}"
+            else:
+                attributes = model.setdefault(obj, {})
+                for attr in command.iter("modify-attr"):
+                    values = attributes.setdefault(attr.get("attr-name"), set())
+                    for piece in attr:
+                        texts = {v.text for v in piece}
+                        if piece.tag == "remove-all-values":
+                            values.clear()
+                        elif piece.tag == "remove-value":
+                            assert texts <= values, f"{path.name}: {obj} removes {texts - values}"
+                            values -= texts
+                        else:
+                            values |= texts
+    for attributes in model.values():
+        for name in [n for n, values in attributes.items() if not values]:
+            del attributes[name]
+
+
+class Publisher:
+    """Triggerless cycles of one database into numbered folders."""
+
+    def __init__(self, db: UnusualDb, tmp_path: Path, name: str = "state", **settings: object) -> None:
+        self.db, self.tmp_path = db, tmp_path
+        self.settings = Settings(db_url=db.url, schema=db.schema, log_table=LOG, **settings)
+        self.state = tmp_path / name
+        self.cycles = 0
+
+    def cycle(self, startup: str = "resync", out: Path | None = None):
+        self.cycles += 1
+        out = out or self.tmp_path / f"{self.state.name}-{self.cycles}"
+        options = TriggerlessOptions(self.state, startup)
+        with TriggerlessPublisher(self.settings, options, self.db.engine, self.db.dialect) as publisher:
+            report = publisher.cycle(open_sink(str(out), 3))
+        return out, report
+
+
+def _snapshot(db: UnusualDb, tmp_path: Path, name: str) -> Model:
+    """The database's objects as a fresh --startup all publishes them."""
+    out, report = Publisher(db, tmp_path, name).cycle("all")
+    assert report.failed == []
+    model: Model = {}
+    apply(model, out)
+    return model
+
+
+def _random_changes(db: UnusualDb, rng: random.Random, ids: list[int]) -> None:
+    person, line, tag, alias = db.person, db.line, db.tag, db.alias
+    statements = []
+    for _ in range(12):
+        choice = rng.randrange(9)
+        pid = rng.choice(ids) if ids else None
+        if choice == 0 or pid is None:
+            new = max(ids, default=0) + 1
+            ids.append(new)
+            manager = rng.choice(ids[:-1]) if len(ids) > 1 and rng.random() < 0.5 else None
+            statements.append(sa.insert(person).values(
+                {"ID": new, "Full Name": rng.choice(["Ann", "Bo", None, "Zoë <x>"]), "order": rng.randrange(5),
+                 "code": rng.choice(["ab", None]), "blob": rng.choice([b"\x00\xff", None]), "manager": manager}))
+        elif choice == 1:
+            ids.remove(pid)
+            statements.append(sa.update(person).where(person.c.manager == pid).values(manager=None))
+            statements.append(sa.delete(person).where(person.c.ID == pid))
+        elif choice == 2:
+            statements.append(sa.update(person).where(person.c.ID == pid).values(
+                {"Full Name": rng.choice(["Cy", None, "Dee & Co"]), "active": rng.choice([True, False, None])}))
+        elif choice == 3:
+            statements.append(sa.update(person).where(person.c.ID == pid).values(manager=rng.choice([*ids, None])))
+        elif choice == 4:
+            statements.append(sa.insert(alias).values(Person=pid, Alias=rng.choice(["a", "b", "c", "a b"])))
+        elif choice == 5:
+            statements.append(sa.delete(alias).where(alias.c.Person == pid))
+        elif choice == 6:
+            order = rng.choice(["O-1", "O 2", "Ö3"])
+            statements.append(sa.delete(line).where(line.c.Order == order, line.c.user == pid))
+            statements.append(sa.insert(line).values(Order=order, user=pid, Qty=rng.randrange(3)))
+        elif choice == 7:
+            statements.append(sa.delete(line).where(line.c.user == pid))
+        else:
+            value = rng.choice(["t1", "t2", "t 3"])
+            statements.append(sa.delete(tag).where(tag.c.Value == value))
+            if rng.random() < 0.6:
+                statements.append(sa.insert(tag).values(Value=value))
+    with db.engine.begin() as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
+def test_documents_applied_in_order_give_the_database(kind, tmp_path):
+    db = UnusualDb(kind, tmp_path)
+    try:
+        rng = random.Random(24)
+        publisher = Publisher(db, tmp_path)
+        model: Model = {}
+        ids: list[int] = []
+        for round_ in range(5):
+            _random_changes(db, rng, ids)
+            out, report = publisher.cycle("all")
+            assert report.failed == []
+            apply(model, out)
+            assert model == _snapshot(db, tmp_path, f"fresh-{round_}"), f"after cycle {round_ + 1}"
+        kept = (publisher.state / folder_name(database_identity(db.engine, db.dialect), db.schema) / CURRENT)
+        before = kept.read_text(), kept.stat().st_mtime_ns
+        out, report = publisher.cycle()
+        assert (report.commands, report.state_kept) == (0, False)
+        assert not out.exists() or not list(out.glob("*.xml"))
+        assert (kept.read_text(), kept.stat().st_mtime_ns) == before
+    finally:
+        db.drop()
+
+
+def _classes(folder: Path) -> list[tuple[str, str]]:
+    return [(c.tag, c.findtext("association")) for p in sorted(folder.glob("*.xml"))
+            for c in etree.parse(str(p)).getroot().find("input")]
+
+
+def test_startup_options_and_a_modify_of_changed_values_only(tmp_path):
+    db = UnusualDb("sqlite", tmp_path)
+    with db.engine.begin() as conn:
+        conn.execute(sa.insert(db.person), [{"ID": 2, "Full Name": "Bo"}, {"ID": 10, "Full Name": "Ann"}])
+        conn.execute(sa.insert(db.alias), [{"Person": 10, "Alias": "x"}, {"Person": 10, "Alias": "y"}])
+    person = f"table={PERSON},schema=Mixed"
+    resync, report = Publisher(db, tmp_path, "resync").cycle("resync")
+    assert "there is no state yet" in report.state_unused
+    # Key order is the key's: 2 before 10.
+    assert _classes(resync) == [("modify", f"ID=2,{person}"), ("modify", f"ID=10,{person}")]
+    assert len(etree.parse(str(next(resync.glob("*.xml")))).findall(".//remove-all-values")) >= 12
+    everything, _ = Publisher(db, tmp_path, "all").cycle("all")
+    assert [kind for kind, _ in _classes(everything)] == ["add", "add"]
+    future = Publisher(db, tmp_path, "future")
+    quiet, report = future.cycle("future")
+    assert (report.commands, report.state_kept, list(quiet.glob("*.xml"))) == (0, True, [])
+    with db.engine.begin() as conn:
+        conn.execute(sa.update(db.person).where(db.person.c.ID == 10).values({"Full Name": "Anna", "order": 4}))
+        conn.execute(sa.delete(db.alias).where(db.alias.c.Alias == "x"))
+        conn.execute(sa.insert(db.alias).values(Person=10, Alias="z"))
+    changed, report = future.cycle()
+    (document,) = changed.glob("*.xml")
+    modify = etree.parse(str(document)).getroot().find("input/modify")
+    pieces = {a.get("attr-name"): [(p.tag, [v.text for v in p]) for p in a] for a in modify.iter("modify-attr")}
+    assert pieces == {
+        "Full Name": [("remove-value", ["Ann"]), ("add-value", ["Anna"])],
+        "order": [("add-value", ["4"])],
+        "Alias.Alias": [("remove-value", ["x"]), ("add-value", ["z"])],
+    }
+    # The second generation's first command names the document.
+    assert document.name == f"{2 * 10**12 + 1:020d}.xml"
+    db.drop()
+
+
+def test_a_state_for_other_settings_is_not_used_and_says_why(tmp_path):
+    db = UnusualDb("sqlite", tmp_path)
+    with db.engine.begin() as conn:
+        conn.execute(sa.insert(db.person).values({"ID": 1, "born": datetime.date(2020, 1, 2)}))
+    Publisher(db, tmp_path).cycle("future")
+    _, report = Publisher(db, tmp_path, time_syntax=2).cycle("future")
+    assert "time_syntax" in report.state_unused
+    _, report = Publisher(db, tmp_path, time_syntax=2).cycle("future")
+    assert report.state_unused is None
+    db.drop()
+
+
+def test_future_events_carry_the_database_local_time(tmp_path):
+    db = UnusualDb("sqlite", tmp_path)
+    with db.engine.begin() as conn:
+        conn.execute(sa.insert(db.tag).values(Value="t"))
+    out, _ = Publisher(db, tmp_path, future_events=True).cycle("all")
+    (command,) = etree.parse(str(next(out.glob("*.xml")))).getroot().find("input")
+    assert len(command.get(f"{{{JDBC_NAMESPACE}}}database-local-time")) == len("2026-11-26 06:40:00.123")
+    db.drop()
+
+
+def test_a_foreign_or_unwritable_state_folder_is_refused_and_nothing_is_written(tmp_path):
+    db = UnusualDb("sqlite", tmp_path)
+    state = tmp_path / "state"
+    folder = state / folder_name(database_identity(db.engine, db.dialect), db.schema)
+    folder.mkdir(parents=True)
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(StateError, match="holds files xdspub did not write"):
+        Publisher(db, tmp_path).cycle()
+    result = CliRunner().invoke(cli, ["export", "--db", db.url, "--schema", db.schema, "--log-table", LOG,
+                                      "--mode", "triggerless", "--state-dir", "/proc/xdspub", "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "cannot use the state folder /proc/xdspub" in result.output
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    db.drop()
+
+
+_KILLED_AT_THE_SWAP = """
+import os, signal, sys
+from publisher.delivery import state
+state.NewGeneration.commit = lambda self: os.kill(os.getpid(), signal.SIGKILL)
+from publisher.cli import cli
+cli(sys.argv[1:])
+"""
+
+
+def test_a_kill_between_the_documents_and_the_state_swap_loses_nothing(tmp_path):
+    db = UnusualDb("sqlite", tmp_path)
+    with db.engine.begin() as conn:
+        conn.execute(sa.insert(db.tag).values(Value="t"))
+    args = ["export", "--db", db.url, "--schema", db.schema, "--log-table", LOG, "--mode", "triggerless",
+            "--state-dir", str(tmp_path / "state"), "--startup", "all", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    with db.engine.begin() as conn:
+        conn.execute(sa.insert(db.person).values({"ID": 1, "Full Name": "Ann"}))
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AT_THE_SWAP, *args, "--out", str(tmp_path / "a")],
+                            env=env, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    again = subprocess.run([sys.executable, "-m", "publisher", *args, "--out", str(tmp_path / "b")],
+                           env=env, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    first = {p.name: p.read_bytes() for p in (tmp_path / "a").glob("*.xml")}
+    assert first and first == {p.name: p.read_bytes() for p in (tmp_path / "b").glob("*.xml")}
+    done = subprocess.run([sys.executable, "-m", "publisher", *args, "--out", str(tmp_path / "c")],
+                          env=env, capture_output=True)
+    assert done.returncode == 0 and not list((tmp_path / "c").glob("*.xml"))
+    db.drop()
