@@ -192,7 +192,7 @@ def _run(
 
 
 @contextmanager
-def _work_folder(sink: Sink) -> Iterator[Path]:
+def work_folder(sink: Sink) -> Iterator[Path]:
     """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed after;
     the ones that killed cycles left there are swept first."""
     sweep_once(sink.work_parent)
@@ -218,7 +218,7 @@ def _cycle(
             # Spark loads only here, so the CLI's --help and driver cycles stay light.
             from publisher.plans.spark_plan import reduce_on_spark
 
-            work = scratch.enter_context(_work_folder(sink))
+            work = scratch.enter_context(work_folder(sink))
             reduced = reduce_on_spark(settings, source, work, phases)
         phases.begin("writing documents", commands=reduced.commands.total)
         report.commands = reduced.commands.total

@@ -9,13 +9,15 @@ commands of both, in class order, then key order."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import sqlalchemy as sa
 
+from publisher.cycle import work_folder
 from publisher.delivery.ordered import in_memory
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
@@ -151,6 +153,18 @@ class TriggerlessPublisher:
             phases.progress.close()
 
     def _cycle(self, sink: Sink, report: TriggerlessReport, phases: Phases) -> TriggerlessReport:
+        with ExitStack() as scratch:
+            work: list[Path] = []  # a Spark class's scratch folder, made on first use
+
+            def work_path() -> Path:
+                if not work:
+                    work.append(scratch.enter_context(work_folder(sink)))
+                return work[0]
+
+            return self._compared_cycle(sink, report, phases, work_path)
+
+    def _compared_cycle(self, sink: Sink, report: TriggerlessReport, phases: Phases,
+                        work: Callable[[], Path]) -> TriggerlessReport:
         previous = self.state.read()
         startup = None
         if previous.classes is None:
@@ -162,9 +176,9 @@ class TriggerlessPublisher:
             local_time = self.local_time()
             compared = []
             for table in self.classes:
-                comparison = self._compare(table, previous, startup, generation, phases)
+                comparison = self._compare(table, previous, startup, generation, phases, work)
                 compared.append((table, comparison))
-                report.objects += comparison.state.num_rows
+                report.objects += comparison.objects
                 report.failed += [(table.name, key, why) for key, why in comparison.failed]
                 for change, n in Counter(comparison.changes["change"].to_pylist()).items():
                     report.changes[change] += n
@@ -187,13 +201,13 @@ class TriggerlessPublisher:
         return report
 
     def _compare(self, table: Table, previous: Previous, startup: str | None,
-                 generation: NewGeneration, phases: Phases) -> Comparison:
+                 generation: NewGeneration, phases: Phases, work: Callable[[], Path]) -> Comparison:
         if self.rows(table) <= self.settings.small_cycle_rows:
             return self.compare_in_driver(table, previous, startup, generation)
         # Spark loads only here: the CLI's --help and small classes stay light.
         from publisher.plans.triggerless_plan import compare_on_spark
 
-        return compare_on_spark(self, table, previous, startup, generation, phases)
+        return compare_on_spark(self, table, previous, startup, generation, phases, work())
 
     def _rendered(self, compared: list[tuple[Table, Comparison]], generation: int,
                   local_time: str | None) -> Iterator[pa.RecordBatch]:

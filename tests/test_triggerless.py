@@ -263,3 +263,23 @@ def test_a_kill_between_the_documents_and_the_state_swap_loses_nothing(tmp_path)
                           env=env, capture_output=True)
     assert done.returncode == 0 and not list((tmp_path / "c").glob("*.xml"))
     db.drop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
+def test_spark_and_the_driver_publish_the_same_bytes(kind, tmp_path, spark):
+    db = UnusualDb(kind, tmp_path)
+    try:
+        rng = random.Random(5)
+        ids: list[int] = []
+        driver = Publisher(db, tmp_path, "driver")
+        on_spark = Publisher(db, tmp_path, "spark", small_cycle_rows=0, spark_master="local[2]")
+        for startup in ("resync", "all", "all"):
+            _random_changes(db, rng, ids)
+            (one, first), (other, second) = driver.cycle(startup), on_spark.cycle(startup)
+            assert (first.on_spark, second.on_spark) == (False, True)
+            assert first.summary() == second.summary()
+            documents = {p.name: p.read_bytes() for p in one.glob("*.xml")}
+            assert documents and documents == {p.name: p.read_bytes() for p in other.glob("*.xml")}
+    finally:
+        db.drop()

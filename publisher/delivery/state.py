@@ -84,9 +84,14 @@ class Previous:
 
     def table(self, name: str) -> pa.Table | None:
         """A class's previous objects (None: none were kept)."""
+        files = self.files(name)
+        return pq.read_table(self.classes[name]) if files else None
+
+    def files(self, name: str) -> list[Path]:
+        """A class's previous Parquet files (none: no objects were kept)."""
         if self.classes is None or name not in self.classes:
-            return None
-        return pq.read_table(self.classes[name])
+            return []
+        return sorted(self.classes[name].glob("*.parquet"))
 
 
 class NewGeneration:

@@ -13,6 +13,7 @@ that every module builds a row by its columns' names, never by position.
     REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
     SPILLED     what a spill writer reports: its file of commands, a row not S, or a failure
+    COMPARED    what a triggerless comparing task reports (plans/triggerless_plan.py)
     NOTES       rows whose status is not S, and why
 """
 
@@ -133,6 +134,20 @@ SPILLED = RowShape(
         ("commands", "BIGINT"),
         ("record_id", "BIGINT"),
         ("status", "STRING"),
+        ("reason", "STRING"),
+        ("error", "STRING"),
+    ),
+)
+# What a triggerless comparing task reports (plans/triggerless_plan.py): its file of
+# changes and how many objects it compared, or an object that cannot be published, or why
+# a file could not be written.
+COMPARED = RowShape(
+    "Compared",
+    (
+        ("path", "STRING"),
+        ("changes", "BIGINT"),
+        ("objects", "BIGINT"),
+        ("object_key", "STRING"),
         ("reason", "STRING"),
         ("error", "STRING"),
     ),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,12 +51,12 @@ def object_hashes(rows: pa.RecordBatch) -> np.ndarray:
     return np.fromiter(hashes, np.uint32, len(keys))
 
 
-class _BucketFile:
+class BucketFile:
     """One bucket's rows from one task: an Arrow file under a name of its own."""
 
-    def __init__(self, directory: Path, number: int) -> None:
-        self.stream, self.path = create_temporary(directory, f"rows-{number:05d}.arrow")
-        self.writer = ipc.new_file(self.stream, _FILE_SCHEMA)
+    def __init__(self, directory: Path, number: int, schema: pa.Schema = _FILE_SCHEMA, kind: str = "rows") -> None:
+        self.stream, self.path = create_temporary(directory, f"{kind}-{number:05d}.arrow")
+        self.writer = ipc.new_file(self.stream, schema)
 
     def close(self) -> None:
         self.writer.close()  # writes the footer; the stream is the caller's to close
@@ -77,7 +77,7 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
     each file and its rows, or why one could not be written."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        files: dict[int, _BucketFile] = {}
+        files: dict[int, BucketFile] = {}
         counts = np.zeros(buckets, np.int64)
         try:
             for batch in body(batches):
@@ -85,17 +85,8 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
                 if not rows.num_rows:
                     continue
                 hashes = object_hashes(rows)
-                bucket = hashes % buckets
                 rows = pa.RecordBatch.from_arrays([*rows.columns, pa.array(hashes)], schema=_FILE_SCHEMA)
-                rows = rows.take(np.argsort(bucket, kind="stable"))
-                sizes = np.bincount(bucket, minlength=buckets)
-                start = 0
-                for number in np.flatnonzero(sizes).tolist():
-                    if number not in files:
-                        files[number] = _BucketFile(Path(directory), number)
-                    files[number].writer.write_batch(rows.slice(start, sizes[number]))
-                    start += sizes[number]
-                counts += sizes
+                counts += write_buckets(rows, hashes % buckets, buckets, files, lambda n: BucketFile(Path(directory), n))
             for file in files.values():
                 file.close()  # whole on disk before the report names it
         except OSError as exc:
@@ -110,6 +101,23 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
         )
 
     return write
+
+
+def write_buckets(
+    rows: pa.RecordBatch, bucket: np.ndarray, buckets: int, files: dict[int, BucketFile],
+    new_file: Callable[[int], BucketFile],
+) -> np.ndarray:
+    """Each row of ``rows`` into the file of its ``bucket`` (made by ``new_file`` when
+    ``files`` has none yet); how many rows went to each of the ``buckets``."""
+    rows = rows.take(np.argsort(bucket, kind="stable"))
+    sizes = np.bincount(bucket, minlength=buckets)
+    start = 0
+    for number in np.flatnonzero(sizes).tolist():
+        if number not in files:
+            files[number] = new_file(number)
+        files[number].writer.write_batch(rows.slice(start, sizes[number]))
+        start += sizes[number]
+    return sizes
 
 
 def bucket_rows(files: dict[int, list[str]], buckets: int) -> Passes:

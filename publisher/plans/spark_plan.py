@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def _running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
+def running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
     """How many of the running stages' tasks are done, of how many (None: no stage runs)."""
     tracker = spark.sparkContext.statusTracker()
 
@@ -49,7 +49,7 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     spark = spark_session(settings.spark_master)
     phases.report.spark_start_seconds = time.monotonic() - started
     phases.report.on_spark = True
-    phases.progress.attach(_running_tasks(spark))
+    phases.progress.attach(running_tasks(spark))
     phases.begin("reading and classifying")
     classify = p.classify_rows(
         source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length

@@ -7,7 +7,7 @@ become commands. The same functions run in the driver and in Spark's Python work
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -69,77 +69,107 @@ def _text(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
+CHILD_VALUES = pa.schema([(KEY, pa.string()), ("attribute", pa.string()), ("text", pa.string()), (ERROR, pa.string())])
+
+
+def parent_objects(catalogue: Catalogue, table: Table) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """A batch of the class's rows (as source/query_back.py reads them) as its objects
+    (current_schema), their multi-valued attributes empty; a row whose key is NULL or not
+    of its type is no object."""
+    columns = StateColumns(catalogue, table, table)
+
+    def objects(batch: pa.RecordBatch) -> pa.RecordBatch:
+        keys = columns.keys(batch)
+        texts, errors = [], []
+        for cell in columns.cells:
+            text, error = columns.cell_texts(batch, cell)
+            texts.append(text)
+            errors.append(error)
+        empty = pa.array([[]] * batch.num_rows, VALUES)
+        arrays = [
+            keys,
+            *(_text(batch.column(name)) for name in table.key_columns),
+            *texts,
+            *(empty for _ in table.multi_valued),
+            _first_error(errors, batch.num_rows),
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=current_schema(table)).filter(pc.is_valid(keys))
+
+    return objects
+
+
+def child_values(catalogue: Catalogue, table: Table, child: Table) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """A batch of one of the class's child tables' rows (Table.children) as CHILD_VALUES:
+    each value of a multi-valued attribute with its object's key, and each row's error."""
+    columns = StateColumns(catalogue, table, child)
+
+    def values(batch: pa.RecordBatch) -> pa.RecordBatch:
+        keys = columns.keys(batch)
+        parts, errors = [], []
+        for cell in columns.cells:
+            text, error = columns.cell_texts(batch, cell)
+            parts.append((cell.label, text))
+            errors.append(error)
+        error = _first_error(errors, batch.num_rows)
+        n = batch.num_rows
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.concat_arrays([keys] * len(parts)),
+                pa.array(np.repeat([label for label, _ in parts], n), pa.string()),
+                pa.concat_arrays([text for _, text in parts]),
+                pa.concat_arrays([error] * len(parts)),
+            ],
+            schema=CHILD_VALUES,
+        ).filter(pc.is_valid(pa.concat_arrays([keys] * len(parts))))
+
+    return values
+
+
+def _first_error(errors: list[pa.Array], rows: int) -> pa.Array:
+    return pc.coalesce(*errors) if errors else pa.nulls(rows, pa.string())
+
+
 def current_objects(
     catalogue: Catalogue, table: Table, rows: pa.Table, children: dict[str, pa.Table]
 ) -> pa.Table:
     """The class's objects now (current_schema), unordered: ``rows`` its table's rows and
-    ``children`` each child table's (Table.children), as source/query_back.py reads them.
-    A row whose key is NULL or not of its type is no object; where a view's key holds
-    several rows, the first is the object."""
-    columns = StateColumns(catalogue, table, table)
-    parts = [_parent_objects(table, columns, batch) for batch in rows.to_batches()]
-    objects = pa.Table.from_batches(parts, current_schema(table)) if parts else current_schema(table).empty_table()
+    ``children`` each child table's (Table.children), as source/query_back.py reads them."""
+    objects = parent_objects(catalogue, table)
+    parents = [objects(batch) for batch in rows.to_batches()]
+    values = [
+        child_values(catalogue, table, child)(batch)
+        for child in table.children()
+        for batch in children[child.name].to_batches()
+    ]
+    return with_children(
+        table,
+        pa.Table.from_batches(parents, current_schema(table)),
+        pa.Table.from_batches(values, CHILD_VALUES),
+    )
+
+
+def with_children(table: Table, objects: pa.Table, values: pa.Table) -> pa.Table:
+    """``objects`` (parent_objects) with the values of their multi-valued attributes
+    (child_values), each sorted and once, and the first error of an object's child rows.
+    Where a view's key holds several rows, the first is the object."""
     objects = objects.combine_chunks()
     if not table.key_is_primary and objects.num_rows:
         first = pc.index_in(objects[KEY], value_set=objects[KEY])
         objects = objects.filter(pc.equal(first, pa.array(np.arange(objects.num_rows))))
-    for child in table.children():
-        objects = _with_child(catalogue, table, child, objects, children[child.name])
-    return objects
-
-
-def _parent_objects(table: Table, columns: StateColumns, batch: pa.RecordBatch) -> pa.RecordBatch:
-    keys = columns.keys(batch)
-    texts, errors = [], []
-    for cell in columns.cells:
-        text, error = columns.cell_texts(batch, cell)
-        texts.append(text)
-        errors.append(error)
-    empty = pa.array([[]] * batch.num_rows, VALUES)
-    error = pc.coalesce(*errors) if errors else pa.nulls(batch.num_rows, pa.string())
-    arrays = [
-        keys,
-        *(_text(batch.column(name)) for name in table.key_columns),
-        *texts,
-        *(empty for _ in table.multi_valued),
-        error,
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=current_schema(table)).filter(pc.is_valid(keys))
-
-
-def _with_child(
-    catalogue: Catalogue, table: Table, child: Table, objects: pa.Table, rows: pa.Table
-) -> pa.Table:
-    """``objects`` with the values ``child``'s rows give their multi-valued attributes,
-    each sorted and once, and the first error of an object's child rows."""
-    columns = StateColumns(catalogue, table, child)
-    keys, texts, errors = [], {c.label: [] for c in columns.cells}, []
-    for batch in rows.to_batches():
-        batch_keys = columns.keys(batch)
-        keys.append(batch_keys)
-        batch_errors = []
-        for cell in columns.cells:
-            text, error = columns.cell_texts(batch, cell)
-            texts[cell.label].append(text)
-            batch_errors.append(error)
-        errors.append(pc.coalesce(*batch_errors) if batch_errors else pa.nulls(batch.num_rows, pa.string()))
-    if not keys:
+    if not values.num_rows:
         return objects
-    key = pa.concat_arrays(keys)
     object_keys = objects[KEY].combine_chunks()
-    for label, parts in texts.items():
-        values = _values_by_key(key, pa.concat_arrays(parts))
-        at = pc.index_in(object_keys, value_set=values[KEY])
-        taken = values["values"].take(at)
-        index = objects.schema.get_field_index(ATTRIBUTE + label)
+    for m in table.multi_valued:
+        mine = values.filter(pc.equal(values["attribute"], m.name))
+        by_key = _values_by_key(mine[KEY].combine_chunks(), mine["text"].combine_chunks())
+        taken = by_key["values"].take(pc.index_in(object_keys, value_set=by_key[KEY]))
+        index = objects.schema.get_field_index(ATTRIBUTE + m.name)
         objects = objects.set_column(index, objects.field(index), pc.fill_null(taken, pa.scalar([], VALUES)))
-    error = pa.concat_arrays(errors)
-    failed = pc.and_(pc.is_valid(error), pc.is_valid(key))
-    if pc.any(failed).as_py():
-        first = pa.table({KEY: key.filter(failed), ERROR: error.filter(failed)})
-        at = pc.index_in(object_keys, value_set=first[KEY])
+    failed = values.filter(pc.is_valid(values[ERROR]))
+    if failed.num_rows:
+        at = pc.index_in(object_keys, value_set=failed[KEY])
         index = objects.schema.get_field_index(ERROR)
-        merged = pc.coalesce(objects[ERROR], first[ERROR].take(at))
+        merged = pc.coalesce(objects[ERROR], failed[ERROR].take(at))
         objects = objects.set_column(index, objects.field(index), merged)
     return objects
 
@@ -195,8 +225,9 @@ class Comparison:
     state (current_schema without the error), and the objects that cannot be published."""
 
     changes: pa.Table  # state_schema plus "change", "old": the old values of a changed object
-    state: pa.Table
+    objects: int  # read now
     failed: list[tuple[str, str]]  # (canonical key, reason)
+    state: pa.Table | None = None  # None: written where it was compared (on Spark)
 
 
 def _changed(old: pa.Array, new: pa.Array, multi_valued: bool) -> np.ndarray:
@@ -211,7 +242,7 @@ def _changed(old: pa.Array, new: pa.Array, multi_valued: bool) -> np.ndarray:
     return differ.to_numpy(zero_copy_only=False)
 
 
-def _aligned(table: Table, state: pa.Table | None) -> pa.Table:
+def aligned_state(table: Table, state: pa.Table | None) -> pa.Table:
     """The previous state in this cycle's columns: an attribute it lacks had no values."""
     schema = state_schema(table)
     if state is None:
@@ -236,13 +267,13 @@ def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup:
     failed = [(k, reason_text(e)) for k, e in zip(
         current[KEY].filter(failed_mask).to_pylist(), current[ERROR].filter(failed_mask).to_pylist())]
     good = current.filter(pc.invert(failed_mask)).select(schema.names)
-    old = _aligned(table, previous)
+    old = aligned_state(table, previous)
     if startup is not None:
         change = {"resync": Change.CURRENT, "all": Change.ADDED}.get(startup)
         changes = good if change else schema.empty_table()
         changes = _with_change(changes, pa.array([change] * changes.num_rows, pa.string()), None)
         state = good.combine_chunks()
-        return Comparison(in_key_order(table, changes), state, failed)
+        return Comparison(in_key_order(table, changes), current.num_rows, failed, state)
     at_old = pc.index_in(good[KEY], value_set=old[KEY])
     matched = pc.is_valid(at_old).to_numpy(zero_copy_only=False)
     # A failed object keeps its previous state, so the next cycle compares with what was
@@ -265,7 +296,7 @@ def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup:
         _with_change(deleted, pa.array([Change.DELETED] * deleted.num_rows, pa.string()), None),
     ])
     state = pa.concat_tables([good, kept_failed]).combine_chunks()
-    return Comparison(in_key_order(table, changes), state, failed)
+    return Comparison(in_key_order(table, changes), current.num_rows, failed, state)
 
 
 def _with_change(objects: pa.Table, change: pa.Array, old: pa.Table | None) -> pa.Table:

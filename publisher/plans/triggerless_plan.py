@@ -1,0 +1,194 @@
+"""A big class compared on Spark (docs/triggerless.md, On Spark).
+
+Reading tasks read the class's rows and its child tables' by key ranges (COPY on
+PostgreSQL, Spark's JDBC source elsewhere, plans/reads.py) and the previous state's Parquet
+files, turn them into objects (reduce/objects.py) and write them into buckets by key
+through the work folder, as the event-log plan's shuffle does (plans/exchange.py). One
+comparing task a bucket joins its objects with their previous state by key, writes its
+part of the new state into the new generation's folder and its changes into the work
+folder. The driver gets the changes alone, puts them in key order and renders them."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+
+from publisher.delivery.documents import create_temporary
+from publisher.delivery.ordered import first_failure
+from publisher.delivery.state import NewGeneration, Previous
+from publisher.model.catalogue import Table
+from publisher.model.rows import COMPARED, EXCHANGED
+from publisher.plans import Phases
+from publisher.plans.exchange import BucketFile, write_buckets
+from publisher.plans.reads import frame
+from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
+from publisher.reduce.objects import (
+    CHILD_VALUES,
+    KEY,
+    Comparison,
+    aligned_state,
+    child_values,
+    compare,
+    current_schema,
+    in_key_order,
+    parent_objects,
+    state_schema,
+    with_children,
+)
+from publisher.source.query_back import current_read
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from publisher.triggerless import TriggerlessPublisher
+
+OBJECTS_PER_TASK = 200_000  # objects a comparing task holds, about
+NEW, CHILD, OLD = "new", "child", "old"  # the kinds of bucket files, by name
+Body = Callable[[pa.RecordBatch], pa.RecordBatch]
+
+
+def _key_buckets(keys: pa.Array, buckets: int) -> np.ndarray:
+    """Each object's bucket: a hash of its key that every process agrees on."""
+    hashes = (zlib.crc32(key.encode()) for key in keys.to_pylist())
+    return np.fromiter(hashes, np.uint32, len(keys)) % buckets
+
+
+def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema,
+                   rows: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]):
+    """mapInArrow body: ``rows`` (of ``schema``) into a file per bucket of their key;
+    reports (rows.EXCHANGED) each file, or why one could not be written."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        files: dict[int, BucketFile] = {}
+        counts = np.zeros(buckets, np.int64)
+        try:
+            for batch in rows(batches):
+                if batch.num_rows:
+                    bucket = _key_buckets(batch.column(KEY), buckets)
+                    counts += write_buckets(batch, bucket, buckets, files,
+                                            lambda n: BucketFile(Path(directory), n, schema, kind))
+            for file in files.values():
+                file.close()
+        except OSError as exc:
+            yield EXCHANGED.batch([EXCHANGED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
+            return
+        finally:
+            for file in files.values():
+                file.abandon()
+        yield EXCHANGED.batch([EXCHANGED.row(n, str(f.path), int(counts[n])) for n, f in files.items()])
+
+    return write
+
+
+def _mapped(body: Body) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    return lambda batches: map(body, batches)
+
+
+def _old_rows(table: Table, files: list[str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Over file numbers: each previous state file's objects, in this cycle's columns."""
+
+    def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in numbers:
+            for number in batch.column(0).to_pylist():
+                yield from aligned_state(table, pq.read_table(files[number])).to_batches()
+
+    return read
+
+
+def _read_all(paths: list[str], schema: pa.Schema) -> pa.Table:
+    parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in paths]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previous: bool,
+              startup: str | None, state_folder: str, work: str):
+    """mapInArrow body over bucket numbers: each bucket's objects compared with their
+    previous state; its new state written, its changes spilled; reports (rows.COMPARED)."""
+
+    def run(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in numbers:
+            for number in batch.column(0).to_pylist():
+                current = with_children(
+                    table,
+                    _read_all(files.get((NEW, number), []), current_schema(table)),
+                    _read_all(files.get((CHILD, number), []), CHILD_VALUES),
+                )
+                old = _read_all(files.get((OLD, number), []), state_schema(table)) if has_previous else None
+                comparison = compare(table, old, current, startup)
+                path = None
+                try:
+                    pq.write_table(comparison.state, Path(state_folder) / f"part-{number:05d}.parquet")
+                    stream, path = create_temporary(Path(work), f"changes-{number:05d}.arrow")
+                    with stream, ipc.new_file(stream, comparison.changes.schema) as writer:
+                        writer.write_table(comparison.changes)
+                except OSError as exc:
+                    if path is not None:
+                        path.unlink(missing_ok=True)
+                    yield COMPARED.batch([COMPARED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
+                    return
+                rows = [COMPARED.row(path=str(path), changes=comparison.changes.num_rows,
+                                     objects=comparison.objects)]
+                rows += [COMPARED.row(object_key=key, reason=why) for key, why in comparison.failed]
+                yield COMPARED.batch(rows)
+
+    return run
+
+
+def compare_on_spark(publisher: TriggerlessPublisher, table: Table, previous: Previous, startup: str | None,
+                     generation: NewGeneration, phases: Phases, work: Path) -> Comparison:
+    """One class compared on the process's Spark session (started here on first use)."""
+    from publisher.plans.session import spark_session
+
+    started = time.monotonic()
+    spark = spark_session(publisher.settings.spark_master)
+    if not phases.report.on_spark:
+        phases.report.spark_start_seconds = time.monotonic() - started
+        phases.report.on_spark = True
+        phases.progress.attach(running_tasks(spark))
+    cores = spark.sparkContext.defaultParallelism
+
+    def parts(rows: int) -> int:
+        return max(cores, -(-rows // ROWS_PER_RANGE))
+
+    rows = publisher.rows(table)
+    buckets = cores * max(2, -(-rows // (OBJECTS_PER_TASK * cores)))
+    engine, dialect, catalogue = publisher.engine, publisher.dialect, publisher.catalogue
+    reads: list[tuple[Table, Body, str, pa.Schema]] = [(table, parent_objects(catalogue, table), NEW, current_schema(table))]
+    reads += [(child, child_values(catalogue, table, child), CHILD, CHILD_VALUES) for child in table.children()]
+    reports: list[DataFrame] = []
+    for part, body, kind, schema in reads:
+        read = current_read(engine, dialect, catalogue, part, part.key_columns, None, parts)
+        df, passes = frame(spark, read, _mapped(body))
+        reports.append(df.mapInArrow(_bucket_writer(str(work), buckets, kind, schema, passes), EXCHANGED.ddl))
+    old_files = [str(path) for path in previous.files(table.name)]
+    if old_files:
+        numbers = spark.range(len(old_files), numPartitions=min(len(old_files), cores * 4))
+        writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
+        reports.append(numbers.mapInArrow(writer, EXCHANGED.ddl))
+    written = reduce(lambda one, other: one.unionByName(other), reports).collect()
+    first_failure(written)
+    files: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for report in written:
+        files[(Path(report.path).name.split("-", 1)[0].lstrip("."), report.bucket)].append(report.path)
+    state_folder = generation.class_folder(table.name)
+    comparer = _comparer(table, dict(files), previous.classes is not None, startup, str(state_folder), str(work))
+    compared = spark.range(buckets, numPartitions=buckets).mapInArrow(comparer, COMPARED.ddl).collect()
+    first_failure(compared)
+    changes = _read_all([r.path for r in compared if r.path], pa.schema([]))
+    if not changes.num_rows:
+        changes = compare(table, None, current_schema(table).empty_table(), "future").changes
+    return Comparison(
+        in_key_order(table, changes),
+        sum(r.objects or 0 for r in compared),
+        [(r.object_key, r.reason) for r in compared if r.object_key is not None],
+    )
