@@ -17,7 +17,7 @@ from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import EarlyStatuses, write_statuses
 from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import ConfigError, PublisherBusy, SinkError
-from publisher.model.catalogue import Table
+from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import PENDING, Note
 from publisher.model.statuses import Status, StatusRange
 from publisher.plans import CycleSource, Phases
@@ -78,6 +78,13 @@ def export_changes(
         return _run(settings, source, sink, progress)
 
 
+def published_catalogue(settings: Settings, engine: sa.Engine, dialect: Dialect) -> Catalogue:
+    """The classes a cycle publishes: the schema's, or the table selection's
+    (docs/parameters.md, Table selection); UnknownTable for a name it cannot select."""
+    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
+    return catalogue.selected(settings.tables) if settings.tables else catalogue
+
+
 def run_cycle(
     settings: Settings,
     engine: sa.Engine,
@@ -96,9 +103,7 @@ class _EventLogSource:
 
     def __init__(self, settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
         self.settings, self.engine, self.dialect, self.log = settings, engine, dialect, log
-        self.catalogue = reflect_catalogue(
-            engine, dialect, settings.schema, settings.log_table, settings.time_syntax
-        )
+        self.catalogue = published_catalogue(settings, engine, dialect)
         self.loopback_user = loopback_user(
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )
@@ -229,6 +234,7 @@ def _cycle(
     report.rows = sum(report.by_status.values())
     report.notes = [(r.record_id, r.status, r.reason) for r in reduced.exceptions]
     report.loopback, report.loopback_user = reduced.loopback, source.loopback_user
+    report.not_selected = reduced.not_selected
     if not settings.dry_run:
         phases.begin("writing statuses")
         source.acknowledge(ranges)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from publisher.cycle import CycleReport, run_cycle
+from publisher.cycle import CycleReport, published_catalogue, run_cycle
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
@@ -66,6 +66,7 @@ class PollingService:
         if engine is None:
             return 0
         log_table = open_event_log(engine, dialect, self.settings)
+        published_catalogue(self.settings, engine, dialect)  # a bad --tables: exit 2 at once
         lock = PublisherLock(engine, dialect, lock_name(self.settings))
         if (self.settings.query_limit or 0) > self.settings.small_cycle_rows:
             self._warm_spark()  # a cycle may be too big for the driver: Spark ready before it
@@ -181,6 +182,7 @@ class PollingService:
             documents=report.documents,
             **{f"status_{k}": v for k, v in sorted(report.by_status.items())},
             loopback=report.loopback,
+            not_selected=report.not_selected,
             seconds=f"{seconds:.2f}",
         )
         return report
