@@ -334,6 +334,46 @@ def poll(
     click.get_current_context().exit(service.run())
 
 
+def _utc_time(_ctx: click.Context, _param: click.Parameter, text: str | None) -> Any:
+    """--before TIME: an ISO 8601 date and time, UTC unless it gives its offset (the event
+    log's event_time is UTC), as a naive UTC datetime."""
+    if text is None:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 date and time "
+                                 "(2026-01-31T12:00:00, UTC unless an offset is given)") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+@cli.command()
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@_option("--through", type=click.IntRange(min=0), metavar="RECORD_ID",
+         help="Skip the pending rows up to this record_id, inclusive.")
+@_option("--before", metavar="TIME", callback=_utc_time,
+         help="Skip the pending rows whose event_time is before TIME (ISO 8601; UTC unless "
+         "an offset is given).")
+@_tables_option("Skip only the rows of these classes and their child tables (repeatable).")
+@_option("--delete-processed", is_flag=True, help="Delete the rows, not mark them S.")
+@_option("--dry-run", is_flag=True, help="Count the rows, skip none.")
+def skip(through: int | None, before: Any, **options: Any) -> None:
+    """Consume pending rows without publishing them (S): the cut-over from a running
+    publisher (docs/statuses.md)."""
+    from publisher.delivery.skip import skip_pending
+    from publisher.settings import Settings
+
+    skipped = skip_pending(Settings(**options), through, before)
+    click.echo(f"xdspub: {skipped.summary(options['dry_run'])}", err=True)
+
+
 @cli.command()
 @click.option("--keep", type=click.Path(file_okay=False), help="Keep the demo database here.")
 def demo(keep: str | None) -> None:

@@ -17,7 +17,7 @@ from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import EarlyStatuses, write_statuses
 from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import ConfigError, PublisherBusy, SinkError
-from publisher.model.catalogue import Catalogue, Table
+from publisher.model.catalogue import Table
 from publisher.model.rows import PENDING, Note
 from publisher.model.statuses import Status, StatusRange
 from publisher.plans import CycleSource, Phases
@@ -40,7 +40,7 @@ from publisher.source.event_log import (
 )
 from publisher.source.jdbc import JdbcQuery
 from publisher.source.query_back import current_read, current_table
-from publisher.source.schema import reflect_catalogue
+from publisher.source.schema import published_catalogue
 
 
 def export(settings: Settings, out: str, progress: CycleProgress | None = None) -> CycleReport:
@@ -76,13 +76,6 @@ def export_changes(
         staged = stage_changes(changes.events, directory, settings.schema)
         source = _StagedSource(staged, changes.delivered)
         return _run(settings, source, sink, progress)
-
-
-def published_catalogue(settings: Settings, engine: sa.Engine, dialect: Dialect) -> Catalogue:
-    """The classes a cycle publishes: the schema's, or the table selection's
-    (docs/parameters.md, Table selection); UnknownTable for a name it cannot select."""
-    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
-    return catalogue.selected(settings.tables) if settings.tables else catalogue
 
 
 def run_cycle(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from publisher.cycle import CycleReport, published_catalogue, run_cycle
+from publisher.cycle import CycleReport, run_cycle
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
@@ -29,6 +29,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect, libpq_conninfo, run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, pending_probe
+from publisher.source.schema import published_catalogue
 
 MAX_BACKOFF_SECONDS = 60.0
 
