@@ -34,13 +34,18 @@ def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) 
             for opt in param.opts
             if opt.startswith("--") and param.name != "config"
         }
+        repeatable = {param.name for param in ctx.command.params if getattr(param, "multiple", False)}
         if "master" in names:
             names["spark.master"] = names["master"]  # Spark's own name for it
         data = _flatten(data)
         unknown = sorted(k for k in data if k.replace("-", "_") not in names)
         if unknown:
             raise click.BadParameter(f"{path}: unknown key(s) {', '.join(unknown)}")
-        ctx.default_map = {names[k.replace("-", "_")]: v for k, v in data.items()}
+        ctx.default_map = {}
+        for key, value in data.items():
+            name = names[key.replace("-", "_")]
+            # A repeatable option's key takes a list, or one string ("usr,grp").
+            ctx.default_map[name] = [value] if name in repeatable and isinstance(value, str) else value
     return path
 
 
@@ -58,6 +63,26 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _option(*declarations: str, **kwargs: Any) -> Callable:
     env = "XDSPUB_" + declarations[0].lstrip("-").replace("-", "_").upper()
     return click.option(*declarations, envvar=env, show_envvar=True, **kwargs)
+
+
+class _TableNames(click.ParamType):
+    """Table names, T[,T...]: XDSPUB_TABLES splits at commas, not at blanks (a name may
+    hold one)."""
+
+    name = "tables"
+    envvar_list_splitter = ","
+
+
+def _table_names(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """--tables T[,T...] (repeatable): each name once, in the order given, the blanks
+    around it stripped."""
+    names = (name.strip() for value in values for name in value.split(","))
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
+def _tables_option(help_text: str, name: str = "tables") -> Callable:
+    return _option("--tables", name, multiple=True, type=_TableNames(), callback=_table_names,
+                   metavar="T[,T...]", help=help_text)
 
 
 config_option = click.option(
@@ -89,6 +114,9 @@ def publishing_options(command: Callable) -> Callable:
             _option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes."),
             _option("--future-events", is_flag=True, help="Order by event_time; future rows wait."),
             _option("--delete-processed", is_flag=True, help="Delete S and W rows, not mark them."),
+            _tables_option("Table selection: only these classes, with their child tables "
+                           "(repeatable; default: every class). export --source FORMAT: "
+                           "table numbers ID=NAME (gbase8s, OpenEdge)."),
             _option("--query-limit", type=click.IntRange(min=1),
                     help="Rows read per cycle (export: all; poll: 10000)."),
             _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
@@ -179,21 +207,24 @@ def init_db_command(
 @db_option
 @schema_option
 @log_table_option
+@_tables_option("Classes to give triggers, with their child tables (repeatable).", "selection")
 @_option("--table", "tables", multiple=True, metavar="TABLE",
-         help="A class's table or a child table (repeatable; default: every one of the schema).")
+         help="One table alone: a class's or a child table (repeatable). Without --tables "
+         "and --table: every class and child table of the schema.")
 @_option("--flavour", type=click.Choice(["field", "query-back"]), default="field",
          show_default=True, help="Per-field events 1/2/4, or query-back 5/6/8/4.")
 @_option("--install", is_flag=True, help="Install the triggers instead of printing them.")
-def triggers(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], flavour: str,
-             install: bool) -> None:
+def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...],
+             tables: tuple[str, ...], flavour: str, install: bool) -> None:
     """Write (or install) publication triggers for the schema's tables (docs/triggers.md)."""
     from publisher.source.database import connect, run_scripts
     from publisher.source.identifiers import UnsafeName
-    from publisher.source.triggers import UnknownTable, trigger_script
+    from publisher.model.catalogue import UnknownTable
+    from publisher.source.triggers import trigger_script
 
     engine, dialect = connect(db_url)
     try:
-        script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour)
+        script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour, selection)
     except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
     for line in script.unindexed:
@@ -250,15 +281,12 @@ def _triggerless(options: dict[str, Any]) -> Any:
 @_option("--input", "input_path", help="Change file, or - for standard input (change formats).")
 @_option("--keys", multiple=True, metavar="TABLE=COL[+COL]",
          help="Key columns of a table, where the format does not name them.")
-@_option("--tables", multiple=True, metavar="ID=NAME",
-         help="Table numbers: gbase8s's captured ids, OpenEdge's _Source-Table-Number.")
 def export(
     out: str,
     quiet: bool,
     source: str,
     input_path: str | None,
     keys: tuple[str, ...],
-    tables: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Publish every pending row once, as one cycle, then write the statuses; or every
@@ -277,7 +305,7 @@ def export(
         if report.state_unused and not quiet:
             click.echo(f"xdspub: {reason_text(report.state_unused)}", err=True)
     elif source == "eventlog":
-        named = (("--input", input_path), ("--keys", keys), ("--tables", tables))
+        named = (("--input", input_path), ("--keys", keys))
         given = [name for name, value in named if value]
         if given:
             raise click.UsageError(f"{', '.join(given)} go with --source FORMAT, not the event log.")
@@ -292,11 +320,12 @@ def export(
             db_url=options["db_url"],
             schema=options["schema"] if options["db_url"] else None,
             keys=_pairs(keys, "--keys", value=lambda v: v.split("+")),
-            tables=_pairs(tables, "--tables", key=int),
+            tables=_pairs(options["tables"], "--tables", key=int),
             limit=options["query_limit"],
         )
         changes = open_changes(source, change_options)
-        report = export_changes(Settings(**options), changes, out, progress_for(quiet))
+        settings = Settings(**{**options, "tables": ()})  # numbers, not a selection
+        report = export_changes(settings, changes, out, progress_for(quiet))
     _report(report, quiet)
 
 
@@ -338,6 +367,46 @@ def poll(
         triggerless,
     )
     click.get_current_context().exit(service.run())
+
+
+def _utc_time(_ctx: click.Context, _param: click.Parameter, text: str | None) -> Any:
+    """--before TIME: an ISO 8601 date and time, UTC unless it gives its offset (the event
+    log's event_time is UTC), as a naive UTC datetime."""
+    if text is None:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 date and time "
+                                 "(2026-01-31T12:00:00, UTC unless an offset is given)") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+@cli.command()
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@_option("--through", type=click.IntRange(min=0), metavar="RECORD_ID",
+         help="Skip the pending rows up to this record_id, inclusive.")
+@_option("--before", metavar="TIME", callback=_utc_time,
+         help="Skip the pending rows whose event_time is before TIME (ISO 8601; UTC unless "
+         "an offset is given).")
+@_tables_option("Skip only the rows of these classes and their child tables (repeatable).")
+@_option("--delete-processed", is_flag=True, help="Delete the rows, not mark them S.")
+@_option("--dry-run", is_flag=True, help="Count the rows, skip none.")
+def skip(through: int | None, before: Any, **options: Any) -> None:
+    """Consume pending rows without publishing them (S): the cut-over from a running
+    publisher (docs/statuses.md)."""
+    from publisher.delivery.skip import skip_pending
+    from publisher.settings import Settings
+
+    skipped = skip_pending(Settings(**options), through, before)
+    click.echo(f"xdspub: {skipped.summary(options['dry_run'])}", err=True)
 
 
 @cli.command()

@@ -40,7 +40,7 @@ from publisher.source.event_log import (
 )
 from publisher.source.jdbc import JdbcQuery
 from publisher.source.query_back import current_read, current_table
-from publisher.source.schema import reflect_catalogue
+from publisher.source.schema import published_catalogue
 
 
 def export(settings: Settings, out: str, progress: CycleProgress | None = None) -> CycleReport:
@@ -96,9 +96,7 @@ class _EventLogSource:
 
     def __init__(self, settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
         self.settings, self.engine, self.dialect, self.log = settings, engine, dialect, log
-        self.catalogue = reflect_catalogue(
-            engine, dialect, settings.schema, settings.log_table, settings.time_syntax
-        )
+        self.catalogue = published_catalogue(settings, engine, dialect)
         self.loopback_user = loopback_user(
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )
@@ -229,6 +227,7 @@ def _cycle(
     report.rows = sum(report.by_status.values())
     report.notes = [(r.record_id, r.status, r.reason) for r in reduced.exceptions]
     report.loopback, report.loopback_user = reduced.loopback, source.loopback_user
+    report.not_selected = reduced.not_selected
     if not settings.dry_run:
         phases.begin("writing statuses")
         source.acknowledge(ranges)

@@ -21,6 +21,7 @@ class CycleReport:
     phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in order
     loopback: int = 0  # rows by the publisher's own user, consumed unpublished (S)
     loopback_user: str | None = None
+    not_selected: int = 0  # rows of tables the selection leaves out, consumed unpublished (S)
 
     @property
     def seconds(self) -> float:
@@ -37,10 +38,17 @@ class CycleReport:
 
     def summary(self) -> str:
         letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
-        loopback = f" ({self.loopback} of them loopback)" if self.loopback else ""
+        unpublished = [
+            f"{count} {what}"
+            for count, what in ((self.loopback, "loopback"), (self.not_selected, "not selected"))
+            if count
+        ]
+        if unpublished:
+            unpublished[0] = unpublished[0].replace(" ", " of them ", 1)
+            letters += f" ({', '.join(unpublished)})"
         return (
             f"{self.rows} rows read, {self.commands} commands, {self.documents} documents; "
-            f"statuses {letters}{loopback}"
+            f"statuses {letters}"
         )
 
     def note_lines(self) -> list[str]:

@@ -33,7 +33,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect, run_named
 from publisher.source.dialects import Dialect
 from publisher.source.query_back import current_table
-from publisher.source.schema import reflect_catalogue
+from publisher.source.schema import published_catalogue
 
 STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
 # An event-id is the state's generation times this, plus the command's place in the cycle:
@@ -96,8 +96,7 @@ class TriggerlessPublisher:
         if options.startup not in STARTUPS:
             raise ValueError(f"unknown startup {options.startup!r}")
         self.settings, self.options, self.engine, self.dialect = settings, options, engine, dialect
-        catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
-        self.catalogue = catalogue.selected(settings.tables) if settings.tables else catalogue
+        self.catalogue = published_catalogue(settings, engine, dialect)
         self.classes = published_classes(self.catalogue)
         identity = Identity(
             database_identity(engine, dialect),

@@ -80,20 +80,38 @@ PENDING = pa.schema(
 )
 
 
-def classified(batch: pa.RecordBatch, vectorised: bool, loopback: bool, future: bool) -> list:
+def classified(
+    batch: pa.RecordBatch, vectorised: bool, loopback: bool, future: bool, selection: tuple[str, ...] = ()
+) -> list:
     user = loopback_user(PUBLISHER, None, loopback)
-    run = classify_rows(CATALOGUE, user, future, LIMIT, vectorised)
+    catalogue = CATALOGUE.selected(selection) if selection else CATALOGUE
+    run = classify_rows(catalogue, user, future, LIMIT, vectorised)
     return pa.Table.from_batches(list(run(iter([batch])))).sort_by("record_id").to_pylist()
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(rows, max_size=40), st.booleans(), st.booleans())
-def test_fast_path_gives_what_the_rules_give(rows, allow_loopback, future_events) -> None:
+@given(st.lists(rows, max_size=40), st.booleans(), st.booleans(),
+       st.sampled_from([(), ("usr",), ("grp",)]))
+def test_fast_path_gives_what_the_rules_give(rows, allow_loopback, future_events, selection) -> None:
     batch = pa.RecordBatch.from_pylist(
         [{"record_id": i, **row} for i, row in enumerate(rows)], schema=PENDING
     )
-    fast = classified(batch, True, allow_loopback, future_events)
-    assert fast == classified(batch, False, allow_loopback, future_events)
+    fast = classified(batch, True, allow_loopback, future_events, selection)
+    assert fast == classified(batch, False, allow_loopback, future_events, selection)
+
+
+def test_rows_of_left_out_tables_take_the_fast_path_unless_loopback() -> None:
+    batch = pa.RecordBatch.from_pylist(
+        [{"record_id": i, "table_key": "idu=x", "event_type_text": "9", "event_order": 0.0,
+          "perpetrator": who, "table_name": table, "column_name": None,
+          "old_value": None, "new_value": None}
+         for i, (table, who) in enumerate([("usr", "app"), ("usr_tag", "app"), ("usr", PUBLISHER)])],
+        schema=PENDING,
+    )
+    fast, rest = list(classify_rows(CATALOGUE.selected(["grp"]), PUBLISHER, False, LIMIT)(iter([batch])))
+    assert fast.column("status").to_pylist() == ["S", "S"]
+    assert fast.column("reason").to_pylist() == ["not selected"] * 2
+    assert rest.to_pylist()[0]["reason"] is None  # loopback, by the rules
 
 
 def test_common_rows_take_the_fast_path() -> None:

@@ -126,25 +126,30 @@ class Catalogue:
         """Whether ``table_name`` is a class or child table the selection leaves out."""
         return table_name in self.left_out or table_name in self.left_out_children
 
+    def check_class(self, name: str, option: str) -> None:
+        """UnknownTable, naming ``option``, unless ``name`` is a class with a key or a
+        child table of one."""
+        if name in self.tables and not self.tables[name].key_columns:
+            raise UnknownTable(
+                f"{option} {name}: the table has no key (no primary key, no pk_ column), "
+                "so its objects cannot be published"
+            )
+        if name not in self.tables and name not in self.child_tables:
+            known = ", ".join(sorted([*self.tables, *self.child_tables])) or "none"
+            raise UnknownTable(
+                f"{option} {name}: no class or child table of that name in schema "
+                f"{self.schema} (there are: {known})"
+            )
+
     def selected(self, names: Sequence[str]) -> Catalogue:
         """Only the classes ``names`` (with their child tables); UnknownTable for a name
         that is no keyed class of the schema (a child table, a keyless table, a typo)."""
         for name in names:
-            if name in self.tables and not self.tables[name].key_columns:
-                raise UnknownTable(
-                    f"--tables {name}: the table has no key (no primary key, no pk_ column), "
-                    "so its objects cannot be published"
-                )
+            self.check_class(name, "--tables")
             if name in self.child_tables:
                 raise UnknownTable(
                     f"--tables {name}: a child table, published with its class "
                     f"{self.child_tables[name]}: select {self.child_tables[name]}"
-                )
-            if name not in self.tables:
-                known = ", ".join(sorted(self.tables)) or "none"
-                raise UnknownTable(
-                    f"--tables {name}: no class of that name in schema {self.schema} "
-                    f"(there are: {known})"
                 )
         chosen = set(names)
         return Catalogue(

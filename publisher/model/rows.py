@@ -98,8 +98,8 @@ CLASSIFIED = RowShape(
     (
         *EVENT.columns,
         ("table_name", "STRING"),
-        ("status", "STRING"),  # NULL: live; S: loopback; E: rejected
-        ("reason", "STRING"),
+        ("status", "STRING"),  # NULL: live; S: loopback or not selected; E: rejected
+        ("reason", "STRING"),  # E: why; S: NOT_SELECTED (reduce/selection.py) or NULL
         ("key_pairs", KEY_PAIRS),  # query-back events only: what the current rows match
     ),
 )

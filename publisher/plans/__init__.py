@@ -70,6 +70,7 @@ class Reduced:
     runs: list[tuple[int, int]]  # the record_ids read, as runs of consecutive ones
     exceptions: list[Note]  # the rows that are not S (E and W), by record_id
     loopback: int  # rows consumed unpublished: the publisher's own changes (reduce/loopback.py)
+    not_selected: int  # rows consumed unpublished: tables left out (reduce/selection.py)
 
 
 class Phases:

@@ -54,4 +54,5 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
         rendered, notes = split_reduced(batch)
         commands.append(rendered)
         noted += notes
-    return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]), census.loopback)
+    return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]),
+                   census.loopback, census.not_selected)

@@ -75,4 +75,5 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     passes = object_pass(source.catalogue)
     spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
     commands, noted = spilled_commands(numbers.mapInArrow(spill, SPILLED.ddl).collect())
-    return Reduced(commands, census.runs, sorted([*census.rejected, *noted]), census.loopback)
+    return Reduced(commands, census.runs, sorted([*census.rejected, *noted]),
+                   census.loopback, census.not_selected)

@@ -2,7 +2,8 @@
 around one shuffle by object.
 
     classify_rows     each read partition as it comes: every row's event, or its status
-                      when it is consumed unpublished (loopback) or rejected (E)
+                      when it is consumed unpublished (loopback, not selected) or
+                      rejected (E)
     (census.py        what the classifying tasks learn on the way: the record_id runs,
                       the E rows, the objects query-back asks for)
     object_rows       the live rows and the current rows of their tables (current.py)
@@ -26,6 +27,7 @@ from publisher.model.rows import CLASSIFIED, EVENT, OBJECT_ROWS
 from publisher.model.statuses import Status, failure_reason
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
+from publisher.reduce.selection import NOT_SELECTED
 from publisher.reduce.vectorised import FastPath
 
 # Object, then current rows before events (found is NULL for an event), then processing
@@ -56,6 +58,8 @@ def classify_rows(
         not_live = {"record_id": row["record_id"], "ord_time": ord_time, "table_name": row["table_name"]}
         if is_loopback(row["perpetrator"], loopback_user):
             return CLASSIFIED.row(**not_live, status=Status.DONE)
+        if catalogue.is_left_out(row["table_name"]):
+            return CLASSIFIED.row(**not_live, status=Status.DONE, reason=NOT_SELECTED)
         row["event_type"] = row["event_type_text"]
         try:
             event, pairs = classify(row)

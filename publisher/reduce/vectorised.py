@@ -19,7 +19,9 @@ from publisher.model import events as ev
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import CLASSIFIED
+from publisher.model.statuses import Status
 from publisher.reduce.loopback import loopback_mask
+from publisher.reduce.selection import NOT_SELECTED, left_out_mask
 
 # One pair of printable ASCII without the grammar's specials: the key is its own canonical
 # form (the same class as the grammar's plain fast path, narrowed to ASCII).
@@ -106,11 +108,21 @@ class FastPath:
                 self.tables[child] = _TableShape(catalogue.tables[parent], child)
         self.loopback_user, self.future_events = loopback_user, future_events
         self.max_value_length = max_value_length
+        self.catalogue = catalogue
+        self.leaves_out = bool(catalogue.left_out or catalogue.left_out_children)
 
     def split(self, batch: pa.RecordBatch) -> tuple[list[pa.RecordBatch], pa.RecordBatch]:
         """(classified common rows, a batch per table; the other rows, unchanged)."""
         done, rest = [], np.ones(batch.num_rows, bool)
         table_names = batch.column("table_name")
+        if self.leaves_out:  # loopback comes first: those rows are the rules'
+            not_selected = all_of(
+                left_out_mask(table_names, self.catalogue),
+                pc.invert(loopback_mask(batch.column("perpetrator"), self.loopback_user)),
+            )
+            if pc.any(not_selected).as_py():
+                done.append(self._not_selected(batch.filter(not_selected)))
+                rest[not_selected.to_numpy(zero_copy_only=False)] = False
         present = set(pc.unique(table_names).drop_null().to_pylist()) & set(self.tables)
         for name in present:
             # Each table's checks on its own rows only: a batch of several tables would
@@ -166,14 +178,29 @@ class FastPath:
         masks.append(pc.less_equal(pc.utf8_length(col("table_key")), longest))
         return all_of(*masks)
 
+    def _order(self, rows: pa.RecordBatch) -> pa.Array:
+        if self.future_events:
+            return pc.cast(rows.column("event_order"), pa.float64())
+        return pa.array([0.0] * rows.num_rows, pa.float64())
+
+    def _not_selected(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """Rows of tables the selection leaves out, consumed unpublished (selection.py)."""
+        n = rows.num_rows
+        columns = {
+            "record_id": rows.column("record_id"),
+            "ord_time": self._order(rows),
+            "table_name": rows.column("table_name"),
+            "status": pa.array([Status.DONE] * n, pa.string()),
+            "reason": pa.array([NOT_SELECTED] * n, pa.string()),
+        }
+        return _batch(columns, n)
+
     def _classified(self, rows: pa.RecordBatch, shape: _TableShape) -> pa.RecordBatch:
         col = rows.column
         n = rows.num_rows
         event_type = pc.cast(col("event_type_text"), pa.int32())
         none = pa.nulls(n, pa.string())
-        order = pa.array([0.0] * n, pa.float64())
-        if self.future_events:
-            order = pc.cast(col("event_order"), pa.float64())
+        order = self._order(rows)
         key_value = pc.struct_field(pc.extract_regex(col("table_key"), _ONE_PAIR), "value")
         # The key under the class's key column (a child table's link column may differ).
         key_column = pa.array([shape.class_key] * n, pa.string())
@@ -203,7 +230,14 @@ class FastPath:
             "reason": none,
             "key_pairs": key_pairs,
         }
-        schema = CLASSIFIED.arrow
-        return pa.RecordBatch.from_arrays(
-            [pc.cast(columns[f.name], f.type) for f in schema], schema=schema
-        )
+        return _batch(columns, n)
+
+
+def _batch(columns: dict[str, pa.Array], rows: int) -> pa.RecordBatch:
+    """rows.CLASSIFIED of ``columns``; the columns not given are NULL."""
+    schema = CLASSIFIED.arrow
+    arrays = [
+        pc.cast(columns[f.name], f.type) if f.name in columns else pa.nulls(rows, f.type)
+        for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -29,6 +29,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect, libpq_conninfo, run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log, pending_probe
+from publisher.source.schema import published_catalogue
 from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
 
 MAX_BACKOFF_SECONDS = 60.0
@@ -74,6 +75,7 @@ class PollingService:
             log(logging.INFO, "stopped")
             return 0
         log_table = open_event_log(engine, dialect, self.settings)
+        published_catalogue(self.settings, engine, dialect)  # a bad --tables: exit 2 at once
         lock = PublisherLock(engine, dialect, lock_name(self.settings))
         if (self.settings.query_limit or 0) > self.settings.small_cycle_rows:
             self._warm_spark()  # a cycle may be too big for the driver: Spark ready before it
@@ -223,6 +225,7 @@ class PollingService:
             documents=report.documents,
             **{f"status_{k}": v for k, v in sorted(report.by_status.items())},
             loopback=report.loopback,
+            not_selected=report.not_selected,
             seconds=f"{seconds:.2f}",
         )
         return report

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
+from publisher.settings import Settings
 from publisher.source.dialects import Dialect
 from publisher.source.identifiers import lock_table_name
 
@@ -60,6 +61,13 @@ class _Reflected:
     def foreign_key_of(self, name: str) -> dict[str, Any] | None:
         """The foreign key whose only column is ``name``."""
         return next((fk for fk in self.foreign_keys if fk["constrained_columns"] == [name]), None)
+
+
+def published_catalogue(settings: Settings, engine: sa.Engine, dialect: Dialect) -> Catalogue:
+    """The classes a cycle publishes: the schema's, or the table selection's
+    (docs/parameters.md, Table selection); UnknownTable for a name it cannot select."""
+    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
+    return catalogue.selected(settings.tables) if settings.tables else catalogue
 
 
 def reflect_catalogue(

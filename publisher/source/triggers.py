@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from grammar import TableKeyError, parse_table_key
 from publisher.errors import ConfigError
 from publisher.model import value_text
-from publisher.model.catalogue import Catalogue, Column, MultiValued, Table
+from publisher.model.catalogue import Catalogue, Column, MultiValued, Table, UnknownTable
 from publisher.settings import Settings
 from publisher.source.database import filled
 from publisher.source.dialects import Dialect
@@ -131,10 +131,6 @@ MARIADB = TriggerSql(
 TRIGGER_SQL = {t.sql_dir: t for t in (SQLITE, POSTGRESQL, MARIADB)}
 
 
-class UnknownTable(ConfigError):
-    """A table named for triggers that is neither a class nor a child table."""
-
-
 @dataclass(frozen=True)
 class _Event:
     """One event row a trigger may log: the object's key from the OLD or the NEW row."""
@@ -172,9 +168,12 @@ def trigger_script(
     log_table: str,
     tables: Sequence[str] | None,
     flavour: str,
+    selection: Sequence[str] = (),
 ) -> TriggerScript:
-    """The DDL of the publication triggers of ``tables`` (None: every table that is a class
-    or a child table), in ``flavour``. UnsafeName for a name holding a control character."""
+    """The DDL of the publication triggers of the classes ``selection`` with their child
+    tables and of ``tables`` alone (neither: every table that is a class or a child
+    table), in ``flavour``. UnsafeName for a name holding a control character,
+    UnknownTable for a name that takes no triggers."""
     if flavour not in FLAVOURS:
         raise ConfigError(f"unknown trigger flavour {flavour!r} (field or query-back)")
     checked("--schema", schema)
@@ -184,7 +183,7 @@ def trigger_script(
     inspector = sa.inspect(engine)
     views = set(inspector.get_view_names(schema=db_schema))
     writer = _Writer(engine, dialect, catalogue, db_schema, log, flavour)
-    names = _chosen(catalogue, views, tables)
+    names = _chosen(catalogue, views, tables, selection)
     header = (
         f"-- Publication triggers ({flavour} flavour) written by `xdspub triggers` "
         f"(docs/triggers.md).\n-- Event log: {writer.log_table}.\n"
@@ -195,27 +194,22 @@ def trigger_script(
     return TriggerScript("\n".join(scripts), _unindexed(inspector, db_schema, names, writer.quote))
 
 
-def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None) -> list[str]:
-    """The tables to give triggers: those named (each a keyed class table or a child table),
-    or every one of them."""
-    keyed = [n for n, t in catalogue.tables.items() if n not in views and t.key_columns]
-    every = keyed + list(catalogue.child_tables)
-    if tables is None:
-        return every
-    for name in tables:
-        if name in views:
-            raise UnknownTable(f"--table {name}: a view takes no triggers; give its tables")
-        if name in catalogue.tables and not catalogue.tables[name].key_columns:
-            raise UnknownTable(
-                f"--table {name}: the table has no key (no primary key, no pk_ column), so "
-                "its rows cannot be published"
-            )
-        if name not in every:
-            raise UnknownTable(
-                f"--table {name}: no class or child table of that name in schema "
-                f"{catalogue.schema} (there are: {', '.join(every) or 'none'})"
-            )
-    return list(dict.fromkeys(tables))
+def _chosen(
+    catalogue: Catalogue, views: set[str], tables: Sequence[str] | None, selection: Sequence[str]
+) -> list[str]:
+    """The tables to give triggers: the classes of ``selection`` (--tables) with their child
+    tables, and ``tables`` (--table), each a keyed class table or a child table; without
+    either, every one of them."""
+    if tables is None and not selection:
+        keyed = [n for n, t in catalogue.tables.items() if n not in views and t.key_columns]
+        return keyed + list(catalogue.child_tables)
+    for option, names in (("--tables", selection), ("--table", tables or ())):
+        for name in names:
+            if name in views:
+                raise UnknownTable(f"{option} {name}: a view takes no triggers; give its tables")
+            catalogue.check_class(name, option)
+    picked = catalogue.selected(selection)  # a child table alone is --table's
+    return list(dict.fromkeys([*picked.tables, *picked.child_tables, *(tables or ())]))
 
 
 def _unindexed(

@@ -1,0 +1,73 @@
+"""``xdspub skip`` (docs/statuses.md, Cut-over from a running publisher): pending rows
+consumed without publishing them, for a publisher that takes over an event log another
+one has published so far ("process future changes only").
+
+One transaction under the publisher lock: the bounds of the rows to skip, then one UPDATE
+(or DELETE) of the pending rows within them, so that nothing outside what was counted is
+touched and a row that stopped being pending is left alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from publisher.delivery.lock import PublisherLock, lock_name
+from publisher.errors import ConfigError, PublisherBusy
+from publisher.model.statuses import Status, is_deleted
+from publisher.settings import Settings
+from publisher.source.database import connect
+from publisher.source.event_log import open_event_log
+from publisher.source.schema import published_catalogue
+
+
+@dataclass(frozen=True)
+class Skipped:
+    rows: int
+    low: int | None  # the lowest and highest record_id skipped (None: none)
+    high: int | None
+
+    def summary(self, dry_run: bool) -> str:
+        verb = "would skip" if dry_run else "skipped"
+        where = f" (record_id {self.low}..{self.high})" if self.rows else ""
+        return f"{verb} {self.rows} rows{where}"
+
+
+def skip_pending(settings: Settings, through: int | None, before: datetime | None) -> Skipped:
+    """Consume (S, or delete with Delete Processed Rows) the pending rows whose record_id
+    is at most ``through`` and whose event_time (UTC) is before ``before``, of the table
+    selection's classes and child tables when there is one; with Dry Run, only count them."""
+    if through is None and before is None:
+        raise ConfigError("skip needs --through RECORD_ID or --before TIME")
+    engine, dialect = connect(settings.db_url)
+    lock = PublisherLock(engine, dialect, lock_name(settings))
+    try:
+        log = open_event_log(engine, dialect, settings)
+        c = log.column
+        pending = [c("status") == Status.NEW]
+        if through is not None:
+            pending.append(c("record_id") <= through)
+        if before is not None:
+            moment = dialect.time_order(sa.literal(before, sa.DateTime()))
+            pending.append(dialect.time_order(c("event_time")) < moment)
+        if settings.tables:
+            catalogue = published_catalogue(settings, engine, dialect)
+            pending.append(c("table_name").in_([*catalogue.tables, *catalogue.child_tables]))
+        if not lock.try_acquire():
+            raise PublisherBusy(f"another publisher is active on {settings.log_table} (lock {lock.name})")
+        record_id = c("record_id")
+        with engine.begin() as conn:
+            bounds = sa.select(sa.func.count(), sa.func.min(record_id), sa.func.max(record_id))
+            rows, low, high = conn.execute(bounds.where(*pending)).one()
+            if not rows or settings.dry_run:
+                return Skipped(rows, low, high)
+            within = [*pending, record_id.between(low, high)]
+            if is_deleted(Status.DONE, settings.delete_processed):
+                statement = log.table.delete().where(*within)
+            else:
+                statement = log.table.update().where(*within).values({c("status"): Status.DONE})
+            return Skipped(conn.execute(statement).rowcount, low, high)
+    finally:
+        lock.release()
+        engine.dispose()
