@@ -108,6 +108,9 @@ def resync(
     return ResyncReport(counts, resumed)
 
 
+_Progress = tuple[str | None, int, bool]  # a class's last key logged, objects logged, finished
+
+
 class _Passes:
     """The table beside the event log (made when first needed) holding, for each class of
     the pass, the table_key of the last object logged, how many were, and whether the class
@@ -128,9 +131,9 @@ class _Passes:
             mysql_collate="utf8mb4_bin",
         )
 
-    def begin(self, names: Sequence[str], restart: bool) -> tuple[bool, dict[str, tuple[str | None, int, bool]]]:
-        """(whether the pass is resumed, per class: last key, objects logged, finished). A
-        pass is resumed when one of ``names`` is unfinished; else a new one begins."""
+    def begin(self, names: Sequence[str], restart: bool) -> tuple[bool, dict[str, _Progress]]:
+        """(whether the pass is resumed, each class's progress in it). A pass is resumed when
+        one of ``names`` is unfinished in it; else a new one begins."""
         self.table.create(self.engine, checkfirst=True)
         c = self.table.c
         with self.engine.begin() as conn:
