@@ -196,6 +196,14 @@ def triggers(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], 
     click.echo(f"xdspub: installed {flavour} triggers on {engine.url.render_as_string()}", err=True)
 
 
+class _TableNames(click.ParamType):
+    """``--tables``: its environment variable is split at commas, not blanks, which a
+    table's name may hold."""
+
+    name = "T[,T...]"
+    envvar_list_splitter = ","
+
+
 def _table_names(values: tuple[str, ...]) -> tuple[str, ...]:
     """``--tables`` given as often as wanted, each a comma-separated list; blanks around a
     name dropped."""
@@ -207,7 +215,7 @@ def _table_names(values: tuple[str, ...]) -> tuple[str, ...]:
 @db_option
 @schema_option
 @log_table_option
-@_option("--tables", multiple=True, metavar="T[,T...]",
+@_option("--tables", multiple=True, type=_TableNames(),
          help="Only these classes (repeatable; default: every class with a key).")
 @_option("--chunk", type=click.IntRange(min=1), default=10_000, show_default=True,
          help="Objects logged per transaction.")

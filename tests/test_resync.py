@@ -181,4 +181,10 @@ def test_tables_that_are_no_class_are_usage_errors(tmp_path):
         result = resync(db, "--tables", f"{TAG},{name}")
         assert result.exit_code == 2 and why in result.stderr, result.output
     assert logged(db) == []
+    # The environment variable is split at commas: a name may hold blanks.
+    with db.engine.begin() as conn:
+        conn.execute(db.line.insert().values({"Order": "o", "user": 1}))
+    result = CliRunner().invoke(cli, ["resync", "--db", db.url, "--log-table", LOG],
+                                env={"XDSPUB_TABLES": f"{TAG}, {LINE}"})
+    assert f"1 type 5 events logged: {LINE} 1, {TAG} 0" in result.stderr, result.output
     db.drop()
