@@ -236,6 +236,36 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
     click.echo(f"xdspub: installed {flavour} triggers on {engine.url.render_as_string()}", err=True)
 
 
+@cli.command()
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@_tables_option("Only these classes (repeatable; default: every class with a key).")
+@_option("--chunk", type=click.IntRange(min=1), default=10_000, show_default=True,
+         help="Objects logged per transaction.")
+@_option("--restart", is_flag=True, help="Begin a new pass even where one was interrupted.")
+@_option("--quiet", is_flag=True, help="No progress display and no summary.")
+def resync(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], chunk: int,
+           restart: bool, quiet: bool) -> None:
+    """Log a type 5 event (query-back of the whole row) for every existing object, so that
+    the publisher publishes them all; resumes an interrupted pass (docs/initial-load.md)."""
+    from publisher.progress import row_progress_for
+    from publisher.settings import Settings
+    from publisher.source.database import connect
+    from publisher.source.resync import resync as run_resync
+
+    engine, dialect = connect(db_url)
+    settings = Settings(db_url, schema=schema, log_table=log_table, tables=tables)
+    progress = row_progress_for(quiet)
+    try:
+        report = run_resync(engine, dialect, settings, chunk, restart, progress)
+    finally:
+        progress.close()
+    if not quiet:
+        click.echo(f"xdspub: {report.summary()}", err=True)
+
+
 def _pairs(values: tuple[str, ...], option: str, key: Callable[[str], Any] = str,
            value: Callable[[str], Any] = str) -> dict:
     """NAME=VALUE options as a dict, each side converted (ValueError: not valid)."""

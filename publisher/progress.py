@@ -1,5 +1,6 @@
-"""Progress of one cycle on a terminal: the phase, how many of Spark's tasks for it are
-done, and the rows read, commands and documents so far.
+"""Progress on a terminal: of one cycle (the phase, how many of Spark's tasks for it are
+done, and the rows read, commands and documents so far), and of ``xdspub resync`` (the
+objects logged of each class).
 
 Shown only when standard error is a terminal, CI is not set and --quiet is not given;
 rich loads only then."""
@@ -92,8 +93,72 @@ class TerminalProgress:
         self._display.stop()
 
 
+def _watched(quiet: bool) -> bool:
+    return not (quiet or os.environ.get("CI") or not sys.stderr.isatty())
+
+
 def progress_for(quiet: bool) -> CycleProgress:
     """A terminal display when someone is watching, else nothing."""
-    if quiet or os.environ.get("CI") or not sys.stderr.isatty():
-        return Silent()
-    return TerminalProgress()
+    return TerminalProgress() if _watched(quiet) else Silent()
+
+
+class RowProgress(Protocol):
+    shown: bool  # whether anyone sees it: the totals are worth counting
+
+    def begin(self, name: str, done: int, total: int | None) -> None:
+        """A class begins, ``done`` of its ``total`` objects already logged."""
+
+    def advance(self, rows: int) -> None:
+        """``rows`` more objects of the class are logged."""
+
+    def close(self) -> None:
+        """The run is over, or failed: take the display down."""
+
+
+class SilentRows:
+    shown = False
+
+    def begin(self, name: str, done: int, total: int | None) -> None:
+        pass
+
+    def advance(self, rows: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class TerminalRows:
+    """A rich progress bar for each class, one after the other."""
+
+    shown = True
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._display = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._task: object = None
+        self._display.start()
+
+    def begin(self, name: str, done: int, total: int | None) -> None:
+        self._task = self._display.add_task(
+            name, completed=done, total=None if total is None else done + total
+        )
+
+    def advance(self, rows: int) -> None:
+        self._display.advance(self._task, rows)
+
+    def close(self) -> None:
+        self._display.stop()
+
+
+def row_progress_for(quiet: bool) -> RowProgress:
+    """A terminal display when someone is watching, else nothing."""
+    return TerminalRows() if _watched(quiet) else SilentRows()

@@ -68,3 +68,9 @@ def lock_table_name(dialect: Dialect, log_table: str) -> str:
     """The table beside the event log whose lock is the publisher lock (delivery/lock.py),
     made by init-db (docs/delivery.md, One publisher per event log)."""
     return derived_name(log_table, "_lock", dialect.identifier_bytes)
+
+
+def resync_table_name(dialect: Dialect, log_table: str) -> str:
+    """The table beside the event log where ``xdspub resync`` records how far it got
+    (docs/initial-load.md, Resuming)."""
+    return derived_name(log_table, "_resync", dialect.identifier_bytes)

@@ -12,7 +12,7 @@ from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
-from publisher.source.identifiers import lock_table_name
+from publisher.source.identifiers import lock_table_name, resync_table_name
 
 _INTERNAL_PREFIX = "sqlite_"
 
@@ -78,19 +78,20 @@ def reflect_catalogue(
     time_syntax: int = value_text.TimeSyntax.INTEGER,
 ) -> Catalogue:
     """Every class of the schema (docs/classes.md): its tables and views but the event log
-    and its lock table (SQLite: of the main database), each with its references and child tables; its time
-    columns published under ``time_syntax`` (docs/parameters.md, Time Syntax)."""
+    and the tables xdspub keeps beside it (SQLite: of the main database), each with its
+    references and child tables; its time columns published under ``time_syntax``
+    (docs/parameters.md, Time Syntax)."""
     db_schema = schema if dialect.has_schemas else None
     inspector = sa.inspect(engine)
     log_name = log_table.rsplit(".", 1)[-1]
-    ours = {log_name, lock_table_name(dialect, log_name)}  # the event log and its lock table
+    own = {log_name, lock_table_name(dialect, log_name), resync_table_name(dialect, log_name)}
     reflected: dict[str, _Reflected] = {}
     for names, is_view in (
         (inspector.get_table_names(schema=db_schema), False),
         (inspector.get_view_names(schema=db_schema), True),
     ):
         for name in names:
-            if name in ours or name.startswith(_INTERNAL_PREFIX):
+            if name in own or name.startswith(_INTERNAL_PREFIX):
                 continue
             reflected[name] = _Reflected(
                 inspector.get_columns(name, schema=db_schema),

@@ -393,26 +393,6 @@ class _Writer:
             return self.sql.base64.format(self._col(side, column.name))
         return self.sql.text.format(self._col(side, column.name))
 
-    def _key(self, table: Table, side: str, link: Sequence[str] | None = None) -> str:
-        """The table_key of ``table``'s object, canonical: ``col=value`` pairs in its key
-        order joined by ``+``, read from the ``link`` columns of a child row."""
-        parts = []
-        for i, (key, source) in enumerate(zip(table.key_columns, link or table.key_columns)):
-            _check_key_name(table.name, key)
-            column = table.column(key)
-            parts.append(self.sql.literal(("+" if i else "") + key + "="))
-            expression = self._col(side, source)
-            if column.xds_type == value_text.INT:
-                parts.append(expression)  # a concatenation writes an integer plain
-                continue
-            text = (
-                self.sql.base64.format(expression)
-                if column.xds_type == value_text.OCTET
-                else self.sql.text.format(expression)
-            )
-            parts.append(self.sql.quoted(self.sql.rtrim.format(text) if column.is_char else text))
-        return self.sql.join(*parts)
-
     # -- DDL
 
     def ddl(self, trigger: _Trigger) -> str:
@@ -442,7 +422,10 @@ class _Writer:
         return {"name": self.quote(name), "qualified": self.qualified(name), "table": self.qualified(table)}
 
     def _statement(self, trigger: _Trigger) -> str:
-        keys = {side: self._key(trigger.owner, side, trigger.link) for side in ("OLD", "NEW")}
+        keys = {
+            side: table_key_sql(self.sql, self.quote, trigger.owner, side, trigger.link)
+            for side in ("OLD", "NEW")
+        }
         rows = []
         for event in trigger.events:
             values = ", ".join(
@@ -464,6 +447,35 @@ class _Writer:
             f"    INSERT INTO {self.log_table}\n        ({self.log_columns})\n"
             + "\n    UNION ALL\n".join(rows)
         )
+
+
+def table_key_sql(
+    sql: TriggerSql,
+    quote: Callable[[str], str],
+    table: Table,
+    row: str,
+    link: Sequence[str] | None = None,
+) -> str:
+    """The table_key of ``table``'s object as an SQL expression over ``row`` (a trigger's
+    OLD or NEW, or a query's alias), canonical (docs/table-key.md, Canonical form):
+    ``col=value`` pairs in its key order joined by ``+``, read from the ``link`` columns of
+    a child row."""
+    parts = []
+    for i, (key, source) in enumerate(zip(table.key_columns, link or table.key_columns)):
+        _check_key_name(table.name, key)
+        column = table.column(key)
+        parts.append(sql.literal(("+" if i else "") + key + "="))
+        expression = f"{row}.{quote(source)}"
+        if column.xds_type == value_text.INT:
+            parts.append(expression)  # a concatenation writes an integer plain
+            continue
+        text = (
+            sql.base64.format(expression)
+            if column.xds_type == value_text.OCTET
+            else sql.text.format(expression)
+        )
+        parts.append(sql.quoted(sql.rtrim.format(text) if column.is_char else text))
+    return sql.join(*parts)
 
 
 def _check_key_name(table: str, column: str) -> None:

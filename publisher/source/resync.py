@@ -1,0 +1,249 @@
+"""``xdspub resync`` (docs/initial-load.md): one type 5 event (query-back of a whole row)
+for each object of the selected classes, logged by the database itself, chunk by chunk in
+key order, each chunk a transaction of its own that also records how far the pass got, so
+that a run started again after an interruption goes on after the last chunk done."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import operator
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from grammar import parse_table_key
+from publisher.model.catalogue import Table
+from publisher.progress import RowProgress
+from publisher.settings import Settings
+from publisher.source.dialects import Dialect
+from publisher.source.event_log import EventLog, open_event_log
+from publisher.source.identifiers import checked, resync_table_name, sql_quote
+from publisher.source.schema import reflect_catalogue
+from publisher.source.triggers import TRIGGER_SQL, table_key_sql
+
+# The perpetrator of the events resync logs: never a database user, so never the
+# publisher's own (docs/initial-load.md, Perpetrator).
+PERPETRATOR = "xdspub-resync"
+ROW_QUERY_BACK = 5  # insert row, query-back (docs/event-types.md, Types)
+_ROW = "t"  # the alias of the class's table in the statements
+
+# A key value as the table_key writes it, back to the value the driver binds, by the
+# column's Python type (a type not here is bound as text, which the database converts).
+_FROM_KEY_TEXT = {
+    int: int,
+    float: float,
+    decimal.Decimal: decimal.Decimal,
+    bytes: base64.b64decode,
+    datetime.datetime: datetime.datetime.fromisoformat,
+    datetime.date: datetime.date.fromisoformat,
+    datetime.time: datetime.time.fromisoformat,
+    uuid.UUID: uuid.UUID,
+}
+
+
+@dataclass
+class ClassCount:
+    """One class's objects logged in this pass: by earlier, interrupted runs and by this one."""
+
+    name: str
+    before: int
+    logged: int = 0
+    done_before: bool = False  # an earlier run of the pass finished it
+
+    def text(self) -> str:
+        if self.done_before:
+            return f"{self.name} done before ({self.before:,})"
+        if self.before:
+            return f"{self.name} {self.logged:,} (and {self.before:,} before the interruption)"
+        return f"{self.name} {self.logged:,}"
+
+
+@dataclass(frozen=True)
+class ResyncReport:
+    classes: list[ClassCount]
+    resumed: bool
+
+    @property
+    def logged(self) -> int:
+        return sum(c.logged for c in self.classes)
+
+    def summary(self) -> str:
+        how = "resumed the interrupted pass" if self.resumed else "a new pass"
+        each = ", ".join(c.text() for c in self.classes) or "no class"
+        return f"resync ({how}): {self.logged:,} type 5 events logged: {each}"
+
+
+def resync(
+    engine: sa.Engine,
+    dialect: Dialect,
+    settings: Settings,
+    chunk: int,
+    restart: bool,
+    progress: RowProgress,
+) -> ResyncReport:
+    """Log a type 5 event for every object of the selected classes (settings.tables; none:
+    every keyed class), resuming the pass an earlier run left unfinished unless
+    ``restart``. UnknownTable for a name that is no keyed class."""
+    checked("--schema", settings.schema)
+    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
+    if settings.tables:
+        catalogue = catalogue.selected(settings.tables)
+    classes = [catalogue.tables[n] for n in sorted(catalogue.tables) if catalogue.tables[n].key_columns]
+    log = open_event_log(engine, dialect, settings)
+    passes = _Passes(engine, dialect, log)
+    resumed, state = passes.begin([c.name for c in classes], restart)
+    db_schema = settings.schema if dialect.has_schemas else None
+    counts = []
+    for table in classes:
+        last_key, before, finished = state[table.name]
+        count = ClassCount(table.name, before, done_before=finished)
+        counts.append(count)
+        if not finished:
+            chunks = _Chunks(engine, dialect, log, table, db_schema)
+            chunks.run(passes, last_key, chunk, count, progress)
+    return ResyncReport(counts, resumed)
+
+
+_Progress = tuple[str | None, int, bool]  # a class's last key logged, objects logged, finished
+
+
+class _Passes:
+    """The table beside the event log (made when first needed) holding, for each class of
+    the pass, the table_key of the last object logged, how many were, and whether the class
+    is finished (docs/initial-load.md, Resuming)."""
+
+    def __init__(self, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
+        self.engine = engine
+        name = resync_table_name(dialect, log.table.name)
+        self.table = sa.Table(
+            checked("resync table", name),
+            sa.MetaData(schema=log.table.schema),
+            sa.Column("table_name", sa.String(128), primary_key=True),
+            sa.Column("last_key", sa.Text),
+            sa.Column("logged", sa.BigInteger, nullable=False),
+            sa.Column("finished", sa.Boolean, nullable=False),
+            # Class names differ by case alone on MariaDB too, as in the event log.
+            mysql_charset="utf8mb4",
+            mysql_collate="utf8mb4_bin",
+        )
+
+    def begin(self, names: Sequence[str], restart: bool) -> tuple[bool, dict[str, _Progress]]:
+        """(whether the pass is resumed, each class's progress in it). A pass is resumed when
+        one of ``names`` is unfinished in it; else a new one begins."""
+        self.table.create(self.engine, checkfirst=True)
+        c = self.table.c
+        with self.engine.begin() as conn:
+            rows = conn.execute(sa.select(c.table_name, c.last_key, c.logged, c.finished))
+            state = {r.table_name: (r.last_key, r.logged, bool(r.finished)) for r in rows}
+            resumed = not restart and any(n in state and not state[n][2] for n in names)
+            if not resumed:
+                conn.execute(self.table.delete())
+                state = {}
+            new = [n for n in names if n not in state]
+            if new:
+                conn.execute(
+                    self.table.insert(),
+                    [{"table_name": n, "last_key": None, "logged": 0, "finished": False} for n in new],
+                )
+        return resumed, {n: state.get(n, (None, 0, False)) for n in names}
+
+    def record(self, conn: sa.Connection, name: str, last_key: str | None, logged: int) -> None:
+        """A chunk is done (in its own transaction): ``logged`` more objects up to
+        ``last_key``; None: the class's last chunk."""
+        c = self.table.c
+        values = {"logged": c.logged + logged}
+        values |= {"finished": True} if last_key is None else {"last_key": last_key}
+        conn.execute(self.table.update().where(c.table_name == name).values(values))
+
+
+class _Chunks:
+    """One class's objects, logged chunk by chunk in key order."""
+
+    def __init__(
+        self, engine: sa.Engine, dialect: Dialect, log: EventLog, table: Table, db_schema: str | None
+    ) -> None:
+        self.engine, self.name = engine, table.name
+        checked("table", table.name)
+        for key in table.key_columns:
+            checked(f"table {table.name!r}, key column", key)
+        reflected = sa.Table(table.name, sa.MetaData(), schema=db_schema, autoload_with=engine)
+        self.row = reflected.alias(_ROW)
+        self.keys = [self.row.c[k] for k in table.key_columns]
+        self.key_text = sa.literal_column(
+            table_key_sql(TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), table, _ROW)
+        )
+        self.log = log.table
+        # What a query-back trigger writes for an inserted row, but the perpetrator;
+        # status and event_time are the event log's defaults, as for the triggers.
+        self.columns = [log.column(r) for r in ("table_key", "event_type", "perpetrator", "table_name")]
+        self.events = sa.select(
+            self.key_text,
+            sa.literal_column(str(ROW_QUERY_BACK)),
+            sa.literal(PERPETRATOR),
+            sa.literal(table.name),
+        ).select_from(self.row)
+
+    def run(
+        self, passes: _Passes, last_key: str | None, chunk: int, count: ClassCount, progress: RowProgress
+    ) -> None:
+        last = None if last_key is None else self._values(last_key)
+        total = None
+        if progress.shown:
+            with self.engine.connect() as conn:
+                total = conn.execute(
+                    sa.select(sa.func.count()).select_from(self.row).where(*self._after(last))
+                ).scalar_one()
+        progress.begin(self.name, count.before, total)
+        while True:
+            with self.engine.begin() as conn:
+                bound = conn.execute(
+                    sa.select(*self.keys, self.key_text)
+                    .select_from(self.row)
+                    .where(*self._after(last))
+                    .order_by(*self.keys)
+                    .offset(chunk - 1)
+                    .limit(1)
+                ).first()
+                upto = () if bound is None else (_beyond(self.keys, bound[:-1], above=False),)
+                events = self.events.where(*self._after(last), *upto).order_by(*self.keys)
+                insert = sa.insert(self.log).from_select(self.columns, events)
+                logged = conn.execute(insert.execution_options(preserve_rowcount=True)).rowcount
+                passes.record(conn, self.name, None if bound is None else bound[-1], logged)
+            count.logged += logged
+            progress.advance(logged)
+            if bound is None:
+                return
+            last = tuple(bound[:-1])
+
+    def _after(self, last: Sequence[object] | None) -> list[sa.ColumnElement]:
+        """The conditions of the objects after ``last`` (None: all); a view's row with a
+        NULL key value names no object."""
+        present = [k.is_not(None) for k in self.keys]
+        return present if last is None else [*present, _beyond(self.keys, last, above=True)]
+
+    def _values(self, last_key: str) -> tuple[object, ...]:
+        """The key values of the table_key ``last_key``, as the driver binds them."""
+        values = dict(parse_table_key(last_key))
+        bound = []
+        for key in self.keys:
+            try:
+                convert = _FROM_KEY_TEXT.get(key.type.python_type, str)
+            except NotImplementedError:
+                convert = str
+            bound.append(convert(values[key.name]))
+        return tuple(bound)
+
+
+def _beyond(keys: Sequence[sa.ColumnElement], values: Sequence[object], above: bool) -> sa.ColumnElement:
+    """The keys after ``values`` in key order (``above``), or up to them and with them:
+    ``k1 >= v1 AND (k1 > v1 OR k2 > v2)`` and so on, whose leading ``k1 >= v1`` is a range
+    of the key's index on every database."""
+    strict, loose = (operator.gt, operator.ge) if above else (operator.lt, operator.le)
+    condition = (strict if above else loose)(keys[-1], values[-1])
+    for key, value in zip(reversed(keys[:-1]), reversed(values[:-1])):
+        condition = sa.and_(loose(key, value), sa.or_(strict(key, value), condition))
+    return condition
