@@ -83,12 +83,6 @@ def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def published_classes(catalogue: Catalogue) -> list[Table]:
-    """The classes a triggerless cycle reads, in name order: the keyed ones (a keyless
-    table named in --tables is refused by Catalogue.selected)."""
-    return [catalogue.tables[name] for name in sorted(catalogue.tables) if catalogue.tables[name].key_columns]
-
-
 class TriggerlessPublisher:
     """The state folder, locked, and what each cycle needs of the database."""
 
@@ -97,7 +91,7 @@ class TriggerlessPublisher:
             raise ValueError(f"unknown startup {options.startup!r}")
         self.settings, self.options, self.engine, self.dialect = settings, options, engine, dialect
         self.catalogue = published_catalogue(settings, engine, dialect)
-        self.classes = published_classes(self.catalogue)
+        self.classes = self.catalogue.keyed_classes()
         identity = Identity(
             database_identity(engine, dialect),
             settings.schema,

@@ -177,7 +177,7 @@ def test_a_run_that_fails_mid_way_resumes_after_its_last_chunk(loaded, monkeypat
 
 def test_tables_that_are_no_class_are_usage_errors(tmp_path):
     db = UnusualDb("sqlite", tmp_path)
-    for name, why in (("Nope", "no class of that name"), ("Alias", "a child table")):
+    for name, why in (("Nope", "no class or child table of that name"), ("Alias", "a child table")):
         result = resync(db, "--tables", f"{TAG},{name}")
         assert result.exit_code == 2 and why in result.stderr, result.output
     assert logged(db) == []

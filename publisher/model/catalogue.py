@@ -122,6 +122,11 @@ class Catalogue:
             )
         return target
 
+    def keyed_classes(self) -> list[Table]:
+        """The classes whose objects can be named, in name order (a keyless table named in
+        --tables is refused by ``selected``)."""
+        return [self.tables[name] for name in sorted(self.tables) if self.tables[name].key_columns]
+
     def is_left_out(self, table_name: str) -> bool:
         """Whether ``table_name`` is a class or child table the selection leaves out."""
         return table_name in self.left_out or table_name in self.left_out_children

@@ -22,7 +22,7 @@ from publisher.settings import Settings
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log
 from publisher.source.identifiers import checked, resync_table_name, sql_quote
-from publisher.source.schema import reflect_catalogue
+from publisher.source.schema import published_catalogue
 from publisher.source.triggers import TRIGGER_SQL, table_key_sql
 
 # The perpetrator of the events resync logs: never a database user, so never the
@@ -89,10 +89,7 @@ def resync(
     every keyed class), resuming the pass an earlier run left unfinished unless
     ``restart``. UnknownTable for a name that is no keyed class."""
     checked("--schema", settings.schema)
-    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table)
-    if settings.tables:
-        catalogue = catalogue.selected(settings.tables)
-    classes = [catalogue.tables[n] for n in sorted(catalogue.tables) if catalogue.tables[n].key_columns]
+    classes = published_catalogue(settings, engine, dialect).keyed_classes()
     log = open_event_log(engine, dialect, settings)
     passes = _Passes(engine, dialect, log)
     resumed, state = passes.begin([c.name for c in classes], restart)
