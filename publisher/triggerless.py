@@ -163,13 +163,19 @@ class TriggerlessPublisher:
         if previous.classes is None:
             startup = self.options.startup
             report.state_unused = f"no usable state ({previous.why_not}): startup {startup}"
+        rows = {table.name: self.rows(table) for table in self.classes}
+        if any(count > self.settings.small_cycle_rows for count in rows.values()):
+            # Spark loads only here: the CLI's --help and small classes stay light.
+            from publisher.plans.triggerless_plan import start_spark
+
+            start_spark(self.settings.spark_master, phases)
         generation = self.state.begin(previous.generation + 1)
         try:
             phases.begin("reading and comparing")
             local_time = self.local_time()
             compared = []
             for table in self.classes:
-                comparison = self._compare(table, previous, startup, generation, phases, work)
+                comparison = self._compare(table, rows[table.name], previous, startup, generation, work)
                 compared.append((table, comparison))
                 report.objects += comparison.objects
                 report.failed += [(table.name, key, why) for key, why in comparison.failed]
@@ -193,14 +199,13 @@ class TriggerlessPublisher:
         phases.end()
         return report
 
-    def _compare(self, table: Table, previous: Previous, startup: str | None,
-                 generation: NewGeneration, phases: Phases, work: Callable[[], Path]) -> Comparison:
-        if self.rows(table) <= self.settings.small_cycle_rows:
+    def _compare(self, table: Table, rows: int, previous: Previous, startup: str | None,
+                 generation: NewGeneration, work: Callable[[], Path]) -> Comparison:
+        if rows <= self.settings.small_cycle_rows:
             return self.compare_in_driver(table, previous, startup, generation)
-        # Spark loads only here: the CLI's --help and small classes stay light.
         from publisher.plans.triggerless_plan import compare_on_spark
 
-        return compare_on_spark(self, table, previous, startup, generation, phases, work())
+        return compare_on_spark(self, table, rows, previous, startup, generation, work())
 
     def _rendered(self, compared: list[tuple[Table, Comparison]], generation: int,
                   local_time: str | None) -> Iterator[pa.RecordBatch]:

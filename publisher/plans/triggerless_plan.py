@@ -57,7 +57,7 @@ NEW, CHILD, OLD = "new", "child", "old"  # the kinds of bucket files, by name
 Body = Callable[[pa.RecordBatch], pa.RecordBatch]
 
 
-def _key_buckets(keys: pa.Array, buckets: int) -> np.ndarray:
+def key_buckets(keys: pa.Array, buckets: int) -> np.ndarray:
     """Each object's bucket: a hash of its key that every process agrees on."""
     hashes = (zlib.crc32(key.encode()) for key in keys.to_pylist())
     return np.fromiter(hashes, np.uint32, len(keys)) % buckets
@@ -74,7 +74,7 @@ def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema,
         try:
             for batch in rows(batches):
                 if batch.num_rows:
-                    bucket = _key_buckets(batch.column(KEY), buckets)
+                    bucket = key_buckets(batch.column(KEY), buckets)
                     counts += write_buckets(batch, bucket, buckets, files,
                                             lambda n: BucketFile(Path(directory), n, schema, kind))
             for file in files.values():
@@ -105,15 +105,22 @@ def _old_rows(table: Table, files: list[str]) -> Callable[[Iterator[pa.RecordBat
     return read
 
 
+def _part_names(buckets: int) -> list[str]:
+    """The names of the state's files of ``buckets`` buckets, in bucket order."""
+    return [f"part-{number:05d}.parquet" for number in range(buckets)]
+
+
 def _read_all(paths: list[str], schema: pa.Schema) -> pa.Table:
     parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in paths]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previous: bool,
-              startup: str | None, state_folder: str, work: str):
+              own_parts: list[str] | None, startup: str | None, state_folder: str, work: str):
     """mapInArrow body over bucket numbers: each bucket's objects compared with their
-    previous state; its new state written, its changes spilled; reports (rows.COMPARED)."""
+    previous state (``own_parts``: the previous state's file of each bucket, when it was
+    written in these buckets; else its bucket files); its new state written, its changes
+    spilled; reports (rows.COMPARED)."""
 
     def run(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in numbers:
@@ -123,11 +130,15 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
                     _read_all(files.get((NEW, number), []), current_schema(table)),
                     _read_all(files.get((CHILD, number), []), CHILD_VALUES),
                 )
-                old = _read_all(files.get((OLD, number), []), state_schema(table)) if has_previous else None
+                old = None
+                if own_parts is not None:
+                    old = aligned_state(table, pq.read_table(own_parts[number]))
+                elif has_previous:
+                    old = _read_all(files.get((OLD, number), []), state_schema(table))
                 comparison = compare(table, old, current, startup)
                 path = None
                 try:
-                    pq.write_table(comparison.state, Path(state_folder) / f"part-{number:05d}.parquet")
+                    pq.write_table(comparison.state, Path(state_folder) / _part_names(number + 1)[number])
                     stream, path = create_temporary(Path(work), f"changes-{number:05d}.arrow")
                     with stream, ipc.new_file(stream, comparison.changes.schema) as writer:
                         writer.write_table(comparison.changes)
@@ -144,23 +155,29 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
     return run
 
 
-def compare_on_spark(publisher: TriggerlessPublisher, table: Table, previous: Previous, startup: str | None,
-                     generation: NewGeneration, phases: Phases, work: Path) -> Comparison:
-    """One class compared on the process's Spark session (started here on first use)."""
+def start_spark(master: str, phases: Phases) -> None:
+    """The process's Spark session, started (and warmed up) before the cycle's phases, as
+    the event-log plan's: its start is reported apart."""
     from publisher.plans.session import spark_session
 
     started = time.monotonic()
+    spark = spark_session(master)
+    phases.report.spark_start_seconds = time.monotonic() - started
+    phases.report.on_spark = True
+    phases.progress.attach(running_tasks(spark))
+
+
+def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, previous: Previous,
+                     startup: str | None, generation: NewGeneration, work: Path) -> Comparison:
+    """One class of ``rows`` rows compared on the process's Spark session (start_spark)."""
+    from publisher.plans.session import spark_session
+
     spark = spark_session(publisher.settings.spark_master)
-    if not phases.report.on_spark:
-        phases.report.spark_start_seconds = time.monotonic() - started
-        phases.report.on_spark = True
-        phases.progress.attach(running_tasks(spark))
     cores = spark.sparkContext.defaultParallelism
 
-    def parts(rows: int) -> int:
-        return max(cores, -(-rows // ROWS_PER_RANGE))
+    def parts(count: int) -> int:
+        return max(cores, -(-count // ROWS_PER_RANGE))
 
-    rows = publisher.rows(table)
     buckets = cores * max(2, -(-rows // (OBJECTS_PER_TASK * cores)))
     engine, dialect, catalogue = publisher.engine, publisher.dialect, publisher.catalogue
     reads: list[tuple[Table, Body, str, pa.Schema]] = [(table, parent_objects(catalogue, table), NEW, current_schema(table))]
@@ -171,7 +188,10 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, previous: Pr
         df, passes = frame(spark, read, _mapped(body))
         reports.append(df.mapInArrow(_bucket_writer(str(work), buckets, kind, schema, passes), EXCHANGED.ddl))
     old_files = [str(path) for path in previous.files(table.name)]
-    if old_files:
+    # The previous cycle's parts are in this cycle's buckets when it had as many: each
+    # comparing task reads its own part, and the state is not read twice.
+    own_parts = old_files if [Path(f).name for f in old_files] == _part_names(buckets) else None
+    if old_files and own_parts is None:
         numbers = spark.range(len(old_files), numPartitions=min(len(old_files), cores * 4))
         writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
         reports.append(numbers.mapInArrow(writer, EXCHANGED.ddl))
@@ -181,7 +201,8 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, previous: Pr
     for report in written:
         files[(Path(report.path).name.split("-", 1)[0].lstrip("."), report.bucket)].append(report.path)
     state_folder = generation.class_folder(table.name)
-    comparer = _comparer(table, dict(files), previous.classes is not None, startup, str(state_folder), str(work))
+    comparer = _comparer(table, dict(files), previous.classes is not None, own_parts, startup,
+                         str(state_folder), str(work))
     compared = spark.range(buckets, numPartitions=buckets).mapInArrow(comparer, COMPARED.ddl).collect()
     first_failure(compared)
     changes = _read_all([r.path for r in compared if r.path], pa.schema([]))

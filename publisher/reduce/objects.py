@@ -261,45 +261,53 @@ def aligned_state(table: Table, state: pa.Table | None) -> pa.Table:
 def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup: str | None) -> Comparison:
     """``current`` objects (current_objects) against the ``previous`` state; ``startup``
     (resync, future or all) when there is no usable previous state (docs/triggerless.md,
-    Startup)."""
+    Startup). Column by column: only the changed objects' rows are copied."""
     schema = state_schema(table)
-    failed_mask = pc.is_valid(current[ERROR])
-    failed = [(k, reason_text(e)) for k, e in zip(
-        current[KEY].filter(failed_mask).to_pylist(), current[ERROR].filter(failed_mask).to_pylist())]
-    good = current.filter(pc.invert(failed_mask)).select(schema.names)
-    old = aligned_state(table, previous)
+    error = current[ERROR]
+    failed_mask = pc.is_valid(error)
+    has_failed = error.null_count < len(error)
+    failed = []
+    good = current.select(schema.names)
+    if has_failed:
+        failed = [(k, reason_text(e)) for k, e in zip(
+            current[KEY].filter(failed_mask).to_pylist(), error.filter(failed_mask).to_pylist())]
+        good = good.filter(pc.invert(failed_mask))
     if startup is not None:
         change = {"resync": Change.CURRENT, "all": Change.ADDED}.get(startup)
         changes = good if change else schema.empty_table()
-        changes = _with_change(changes, pa.array([change] * changes.num_rows, pa.string()), None)
-        state = good.combine_chunks()
-        return Comparison(in_key_order(table, changes), current.num_rows, failed, state)
-    at_old = pc.index_in(good[KEY], value_set=old[KEY])
-    matched = pc.is_valid(at_old).to_numpy(zero_copy_only=False)
-    # A failed object keeps its previous state, so the next cycle compares with what was
-    # published; a new one that failed is left out, and is new again next time.
-    failed_keys = current[KEY].filter(failed_mask)
-    kept_failed = old.filter(pc.is_in(old[KEY], value_set=failed_keys))
-    deleted = old.filter(pc.invert(pc.is_in(old[KEY], value_set=current[KEY])))
-    pairs_new = good.filter(pa.array(matched))
-    pairs_old = old.take(at_old.filter(pa.array(matched)))
-    differ = np.zeros(pairs_new.num_rows, bool)
+        return Comparison(in_key_order(table, _with_change(changes, change, None)), current.num_rows, failed, good)
+    old = aligned_state(table, previous)
+    at_old = pc.fill_null(pc.index_in(good[KEY], value_set=old[KEY]), -1).to_numpy(zero_copy_only=False)
+    matched = at_old >= 0
+    new_rows, old_rows = np.flatnonzero(matched), at_old[matched]
+    in_place = bool(matched.all()) and old.num_rows == good.num_rows and bool((old_rows == new_rows).all())
+    differ = np.zeros(len(new_rows), bool)
     for attribute in attributes(table):
         name = ATTRIBUTE + attribute.name
-        differ |= _changed(pairs_old[name].combine_chunks(), pairs_new[name].combine_chunks(),
-                           attribute.multi_valued)
-    added = good.filter(pa.array(~matched))
-    changed_new, changed_old = pairs_new.filter(pa.array(differ)), pairs_old.filter(pa.array(differ))
+        before, after = old[name], good[name]
+        if not in_place:  # the objects in another order, or some added or deleted
+            before, after = before.take(old_rows), after.take(new_rows)
+        differ |= _changed(before, after, attribute.multi_valued)
+    kept = np.zeros(old.num_rows, bool)
+    kept[old_rows] = True
+    kept_failed = np.empty(0, np.int64)
+    if has_failed:
+        # A failed object keeps its previous state, so the next cycle compares with what was
+        # published; a new one that failed is left out, and is new again next time.
+        at = pc.fill_null(pc.index_in(current[KEY].filter(failed_mask), value_set=old[KEY]), -1)
+        kept_failed = at.to_numpy(zero_copy_only=False)
+        kept_failed = kept_failed[kept_failed >= 0]
+        kept[kept_failed] = True
     changes = pa.concat_tables([
-        _with_change(added, pa.array([Change.ADDED] * added.num_rows, pa.string()), None),
-        _with_change(changed_new, pa.array([Change.CHANGED] * changed_new.num_rows, pa.string()), changed_old),
-        _with_change(deleted, pa.array([Change.DELETED] * deleted.num_rows, pa.string()), None),
+        _with_change(good.take(np.flatnonzero(~matched)), Change.ADDED, None),
+        _with_change(good.take(new_rows[differ]), Change.CHANGED, old.take(old_rows[differ])),
+        _with_change(old.take(np.flatnonzero(~kept)), Change.DELETED, None),
     ])
-    state = pa.concat_tables([good, kept_failed]).combine_chunks()
+    state = pa.concat_tables([good, old.take(kept_failed)]) if len(kept_failed) else good
     return Comparison(in_key_order(table, changes), current.num_rows, failed, state)
 
 
-def _with_change(objects: pa.Table, change: pa.Array, old: pa.Table | None) -> pa.Table:
+def _with_change(objects: pa.Table, change: Change | None, old: pa.Table | None) -> pa.Table:
     """``objects`` with their change, and the old values of changed ones as one struct."""
     old_type = pa.struct([f for f in objects.schema if f.name.startswith(ATTRIBUTE)])
     if old is None:
@@ -308,7 +316,8 @@ def _with_change(objects: pa.Table, change: pa.Array, old: pa.Table | None) -> p
         old_values = pa.StructArray.from_arrays(
             [old[f.name].combine_chunks() for f in old_type], fields=list(old_type)
         )
-    return objects.append_column("change", change).append_column("old", old_values)
+    changes = pa.repeat(pa.scalar(change, pa.string()), objects.num_rows)
+    return objects.append_column("change", changes).append_column("old", old_values)
 
 
 def commands(
