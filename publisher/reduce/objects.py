@@ -152,45 +152,49 @@ def with_children(table: Table, objects: pa.Table, values: pa.Table) -> pa.Table
     """``objects`` (parent_objects) with the values of their multi-valued attributes
     (child_values), each sorted and once, and the first error of an object's child rows.
     Where a view's key holds several rows, the first is the object."""
-    objects = objects.combine_chunks()
     if not table.key_is_primary and objects.num_rows:
         first = pc.index_in(objects[KEY], value_set=objects[KEY])
         objects = objects.filter(pc.equal(first, pa.array(np.arange(objects.num_rows))))
     if not values.num_rows:
         return objects
-    object_keys = objects[KEY].combine_chunks()
+    # Each value's object, by its row: a value of no object (a child row without its
+    # parent row) has none.
+    owner = pc.index_in(values[KEY], value_set=objects[KEY])
     for m in table.multi_valued:
-        mine = values.filter(pc.equal(values["attribute"], m.name))
-        by_key = _values_by_key(mine[KEY].combine_chunks(), mine["text"].combine_chunks())
-        taken = by_key["values"].take(pc.index_in(object_keys, value_set=by_key[KEY]))
+        mine = values if len(table.multi_valued) == 1 else values.filter(pc.equal(values["attribute"], m.name))
+        owners = owner if mine is values else owner.filter(pc.equal(values["attribute"], m.name))
         index = objects.schema.get_field_index(ATTRIBUTE + m.name)
-        objects = objects.set_column(index, objects.field(index), pc.fill_null(taken, pa.scalar([], VALUES)))
-    failed = values.filter(pc.is_valid(values[ERROR]))
-    if failed.num_rows:
-        at = pc.index_in(object_keys, value_set=failed[KEY])
+        objects = objects.set_column(index, objects.field(index), _lists(owners, mine["text"], objects.num_rows))
+    failed = pc.and_(pc.is_valid(values[ERROR]), pc.is_valid(owner)).to_numpy(zero_copy_only=False)
+    if failed.any():
+        rows = np.flatnonzero(failed)
+        owners, first = np.unique(pc.take(owner, rows).to_numpy(zero_copy_only=False), return_index=True)
+        errors = pc.take(values[ERROR], rows[first]).combine_chunks()
+        mask = np.zeros(objects.num_rows, bool)
+        mask[owners] = True
+        spread = pc.replace_with_mask(pa.nulls(objects.num_rows, pa.string()), pa.array(mask), errors)
         index = objects.schema.get_field_index(ERROR)
-        merged = pc.coalesce(objects[ERROR], failed[ERROR].take(at))
-        objects = objects.set_column(index, objects.field(index), merged)
+        objects = objects.set_column(index, objects.field(index), pc.coalesce(objects[ERROR], spread))
     return objects
 
 
-def _values_by_key(keys: pa.Array, texts: pa.Array) -> pa.Table:
-    """Each key's values, sorted by their text and once each (a list per key)."""
-    pairs = pa.table({KEY: keys, "text": texts}).filter(pc.and_(pc.is_valid(keys), pc.is_valid(texts)))
-    pairs = pairs.sort_by([(KEY, "ascending"), ("text", "ascending")])
-    key, text = pairs[KEY].combine_chunks(), pairs["text"].combine_chunks()
-    n = len(key)
-    if n == 0:
-        return pa.table({KEY: pa.array([], pa.string()), "values": pa.array([], VALUES)})
-    same_key = np.zeros(n, bool)
-    same_text = np.zeros(n, bool)
-    same_key[1:] = pc.equal(key[1:], key[:-1]).to_numpy(zero_copy_only=False)
-    same_text[1:] = pc.equal(text[1:], text[:-1]).to_numpy(zero_copy_only=False)
-    kept = ~(same_key & same_text)
-    key, text, same_key = key.filter(pa.array(kept)), text.filter(pa.array(kept)), same_key[kept]
-    starts = np.flatnonzero(~same_key)
-    offsets = pa.array(np.append(starts, len(key)).astype(np.int32))
-    return pa.table({KEY: key.take(pa.array(starts)), "values": pa.ListArray.from_arrays(offsets, text)})
+def _lists(owners: pa.ChunkedArray, texts: pa.ChunkedArray, objects: int) -> pa.Array:
+    """Each of ``objects`` objects' values (``texts`` of the rows whose owner is it), sorted
+    by their text and once each: a list per object, empty for one without values."""
+    pairs = pa.table({"owner": owners, "text": texts})
+    if pairs["owner"].null_count or pairs["text"].null_count:
+        pairs = pairs.filter(pc.and_(pc.is_valid(pairs["owner"]), pc.is_valid(pairs["text"])))
+    pairs = pairs.sort_by([("owner", "ascending"), ("text", "ascending")])
+    owner = pairs["owner"].to_numpy()
+    text = pairs["text"].combine_chunks()
+    if len(owner) > 1:
+        repeated = np.zeros(len(owner), bool)
+        repeated[1:] = (owner[1:] == owner[:-1]) & pc.equal(text[1:], text[:-1]).to_numpy(zero_copy_only=False)
+        if repeated.any():
+            owner, text = owner[~repeated], text.filter(pa.array(~repeated))
+    offsets = np.zeros(objects + 1, np.int32)
+    np.cumsum(np.bincount(owner, minlength=objects), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), text, type=VALUES)
 
 
 def in_key_order(table: Table, objects: pa.Table) -> pa.Table:
@@ -277,7 +281,10 @@ def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup:
         changes = good if change else schema.empty_table()
         return Comparison(in_key_order(table, _with_change(changes, change, None)), current.num_rows, failed, good)
     old = aligned_state(table, previous)
-    at_old = pc.fill_null(pc.index_in(good[KEY], value_set=old[KEY]), -1).to_numpy(zero_copy_only=False)
+    if old.num_rows == good.num_rows and pc.all(pc.equal(good[KEY], old[KEY])).as_py() is not False:
+        at_old = np.arange(good.num_rows)  # the same objects in the same order: no lookup
+    else:
+        at_old = pc.fill_null(pc.index_in(good[KEY], value_set=old[KEY]), -1).to_numpy(zero_copy_only=False)
     matched = at_old >= 0
     new_rows, old_rows = np.flatnonzero(matched), at_old[matched]
     in_place = bool(matched.all()) and old.num_rows == good.num_rows and bool((old_rows == new_rows).all())
