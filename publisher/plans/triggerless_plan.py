@@ -10,6 +10,7 @@ folder. The driver gets the changes alone, puts them in key order and renders th
 
 from __future__ import annotations
 
+import os
 import time
 import zlib
 from collections import defaultdict
@@ -105,6 +106,16 @@ def _old_rows(table: Table, files: list[str]) -> Callable[[Iterator[pa.RecordBat
     return read
 
 
+def _linked(previous: str, part: Path) -> bool:
+    """The previous part, unchanged, made this one's by a hard link (not written again);
+    False where the filesystem has none."""
+    try:
+        os.link(previous, part)
+    except OSError:
+        return False
+    return True
+
+
 def _part_names(buckets: int) -> list[str]:
     """The names of the state's files of ``buckets`` buckets, in bucket order."""
     return [f"part-{number:05d}.parquet" for number in range(buckets)]
@@ -136,18 +147,23 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
                 elif has_previous:
                     old = _read_all(files.get((OLD, number), []), state_schema(table))
                 comparison = compare(table, old, current, startup)
+                part = Path(state_folder) / _part_names(number + 1)[number]
+                unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
                 path = None
                 try:
-                    pq.write_table(comparison.state, Path(state_folder) / _part_names(number + 1)[number])
-                    stream, path = create_temporary(Path(work), f"changes-{number:05d}.arrow")
-                    with stream, ipc.new_file(stream, comparison.changes.schema) as writer:
-                        writer.write_table(comparison.changes)
+                    part.unlink(missing_ok=True)  # a task run again
+                    if not (unchanged and _linked(own_parts[number], part)):
+                        pq.write_table(comparison.state, part)
+                    if comparison.changes.num_rows:
+                        stream, path = create_temporary(Path(work), f"changes-{number:05d}.arrow")
+                        with stream, ipc.new_file(stream, comparison.changes.schema) as writer:
+                            writer.write_table(comparison.changes)
                 except OSError as exc:
                     if path is not None:
                         path.unlink(missing_ok=True)
                     yield COMPARED.batch([COMPARED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
                     return
-                rows = [COMPARED.row(path=str(path), changes=comparison.changes.num_rows,
+                rows = [COMPARED.row(path=path and str(path), changes=comparison.changes.num_rows,
                                      objects=comparison.objects)]
                 rows += [COMPARED.row(object_key=key, reason=why) for key, why in comparison.failed]
                 yield COMPARED.batch(rows)
