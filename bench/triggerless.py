@@ -135,6 +135,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--peak-only", action="store_true")
+    parser.add_argument("--first-startup", choices=["future", "resync", "all"], default="future",
+                        help="the first cycle's --startup (resync and all publish every object)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     schema = f"bench_tl_{uuid.uuid4().hex[:8]}"
@@ -146,8 +148,9 @@ def main() -> None:
         started = time.monotonic()
         make_objects(conn, schema, args.rows)
         print(f"{args.rows:,} objects and {args.rows:,} child rows made in {time.monotonic() - started:.1f} s")
-        first, peak, _ = export("first", schema, state, work / "out-first", logs, "future")
-        print(f"first cycle (--startup future): {first:.2f} s, peak RSS {peak / 1024:,.0f} MiB")
+        first, peak, commands = export("first", schema, state, work / "out-first", logs, args.first_startup)
+        print(f"first cycle (--startup {args.first_startup}, {commands:,} commands): {first:.2f} s, "
+              f"peak RSS {peak / 1024:,.0f} MiB")
         changed = change_one_percent(conn, schema, args.rows)
         if args.peak_only:
             cycle, peak, commands = export("changed", schema, state, work / "out-changed", logs)

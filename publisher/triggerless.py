@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 
 from publisher.cycle import work_folder
-from publisher.delivery.ordered import in_memory
+from publisher.delivery.documents import create_temporary
+from publisher.delivery.ordered import OrderedCommands, write_ordered
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
-from publisher.model.catalogue import Catalogue, Table
+from publisher.model.catalogue import Table
 from publisher.model.rows import COMMANDS
 from publisher.model.statuses import reason_text
 from publisher.plans import Phases
@@ -179,10 +181,19 @@ class TriggerlessPublisher:
                 compared.append((table, comparison))
                 report.objects += comparison.objects
                 report.failed += [(table.name, key, why) for key, why in comparison.failed]
-                for change, n in Counter(comparison.changes["change"].to_pylist()).items():
-                    report.changes[change] += n
+                for count in pc.value_counts(comparison.changes["change"]).to_pylist():
+                    report.changes[count["values"]] += count["counts"]
             phases.begin("rendering", commands=sum(c.changes.num_rows for _, c in compared))
-            ordered = in_memory(self._rendered(compared, generation.generation, local_time))
+            rendered = self._rendered(compared, generation.generation, local_time)
+            if phases.report.on_spark:  # maybe every object of big classes: spilled, not held
+                stream, path = create_temporary(work(), "commands.arrow")
+                with stream:
+                    write_ordered(rendered, stream)
+                ordered = OrderedCommands([str(path)])
+            else:
+                buffer = pa.BufferOutputStream()
+                write_ordered(rendered, buffer)
+                ordered = OrderedCommands([buffer.getvalue()])
             phases.begin("writing documents", commands=ordered.total)
             report.commands = ordered.total
             report.documents = sink.publish(ordered) if ordered.total else 0

@@ -4,7 +4,6 @@ marked S or deleted, under the publisher lock."""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from click.testing import CliRunner
 
 from publisher.cli import cli

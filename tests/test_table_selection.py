@@ -5,16 +5,11 @@ with nothing marked."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from click.testing import CliRunner
 
 from publisher.cli import cli
 from publisher.model.catalogue import UnknownTable
-from publisher.source.event_log import open_event_log
-from publisher.cycle import run_cycle
-from publisher.delivery.sinks import FileSink
 from tests.conftest import make_sample_db
 
 ROWS = [

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from publisher.errors import SinkError
-from publisher.model.rows import COMMANDS, NOTES, SPILLED, Note
+from publisher.model.rows import COMMANDS, NOTES, Note
 
 CHUNK = 8_192  # commands put in order at once
 RUN_BATCH_ROWS = 1_024  # commands per batch of a run file: the driver holds one a run
@@ -40,6 +40,18 @@ def sorted_run(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object)
         for start in range(0, table.num_rows, RUN_BATCH_ROWS):  # one batch copied at a time
             writer.write_table(table.take(order[start : start + RUN_BATCH_ROWS]))
     return table.num_rows
+
+
+def write_ordered(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object) -> int:
+    """Write ``commands`` (rows.COMMANDS), already in output order, to ``sink`` as an Arrow
+    file a batch at a time, as sorted_run would lay them out; how many there were."""
+    count = 0
+    with ipc.new_file(sink, COMMANDS.arrow) as writer:
+        for batch in commands:
+            for start in range(0, batch.num_rows, RUN_BATCH_ROWS):
+                writer.write_batch(batch.slice(start, RUN_BATCH_ROWS))
+            count += batch.num_rows
+    return count
 
 
 class _Run:

@@ -41,7 +41,6 @@ from publisher.reduce.objects import (
     child_values,
     compare,
     current_schema,
-    in_key_order,
     parent_objects,
     state_schema,
     with_children,
@@ -225,7 +224,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     if not changes.num_rows:
         changes = compare(table, None, current_schema(table).empty_table(), "future").changes
     return Comparison(
-        in_key_order(table, changes),
+        changes,
         sum(r.objects or 0 for r in compared),
         [(r.object_key, r.reason) for r in compared if r.object_key is not None],
     )

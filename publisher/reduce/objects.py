@@ -27,6 +27,7 @@ ERROR = "error"  # why the object cannot be published now (current objects only)
 ORDER = "k:"  # a key column's value as read, named after it: the objects' order
 ATTRIBUTE = "a:"  # an attribute's XDS text (single-valued) or its values (multi-valued)
 VALUES = pa.list_(pa.string())
+_SLICE_ROWS = 10_000  # changed objects made into commands at once
 
 
 @dataclass(frozen=True)
@@ -197,12 +198,10 @@ def _lists(owners: pa.ChunkedArray, texts: pa.ChunkedArray, objects: int) -> pa.
     return pa.ListArray.from_arrays(pa.array(offsets), text, type=VALUES)
 
 
-def in_key_order(table: Table, objects: pa.Table) -> pa.Table:
-    """``objects`` in their class's key order: an integer key column by its number (text
-    when one does not fit 64 bits), any other by its text."""
-    if objects.num_rows < 2:
-        return objects
-    sort = {}
+def key_order(table: Table, objects: pa.Table) -> pa.Array:
+    """The indices that put ``objects`` in their class's key order: an integer key column by
+    its number (text when one does not fit 64 bits), any other by its text."""
+    sort = []
     for name in table.key_columns:
         column = objects[ORDER + name]
         if table.column(name).xds_type == value_text.INT:
@@ -210,10 +209,9 @@ def in_key_order(table: Table, objects: pa.Table) -> pa.Table:
                 column = pc.cast(pc.utf8_trim_whitespace(column), pa.int64())
             except pa.ArrowInvalid:
                 pass
-        sort[name] = column
-    order = pc.sort_indices(pa.table(list(sort.values()), names=[f"c{i}" for i in range(len(sort))]),
-                            sort_keys=[(f"c{i}", "ascending") for i in range(len(sort))])
-    return objects.take(order)
+        sort.append(column)
+    names = [f"c{i}" for i in range(len(sort))]
+    return pc.sort_indices(pa.table(sort, names=names), sort_keys=[(n, "ascending") for n in names])
 
 
 class Change(StrEnum):
@@ -228,7 +226,7 @@ class Comparison:
     """What changed in one class: the objects to publish in key order with how, the new
     state (current_schema without the error), and the objects that cannot be published."""
 
-    changes: pa.Table  # state_schema plus "change", "old": the old values of a changed object
+    changes: pa.Table  # state_schema plus "change", "old": the old values of a changed object; unordered
     objects: int  # read now
     failed: list[tuple[str, str]]  # (canonical key, reason)
     state: pa.Table | None = None  # None: written where it was compared (on Spark)
@@ -279,7 +277,7 @@ def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup:
     if startup is not None:
         change = {"resync": Change.CURRENT, "all": Change.ADDED}.get(startup)
         changes = good if change else schema.empty_table()
-        return Comparison(in_key_order(table, _with_change(changes, change, None)), current.num_rows, failed, good)
+        return Comparison(_with_change(changes, change, None), current.num_rows, failed, good)
     old = aligned_state(table, previous)
     if old.num_rows == good.num_rows and pc.all(pc.equal(good[KEY], old[KEY])).as_py() is not False:
         at_old = np.arange(good.num_rows)  # the same objects in the same order: no lookup
@@ -311,7 +309,7 @@ def compare(table: Table, previous: pa.Table | None, current: pa.Table, startup:
         _with_change(old.take(np.flatnonzero(~kept)), Change.DELETED, None),
     ])
     state = pa.concat_tables([good, old.take(kept_failed)]) if len(kept_failed) else good
-    return Comparison(in_key_order(table, changes), current.num_rows, failed, state)
+    return Comparison(changes, current.num_rows, failed, state)
 
 
 def _with_change(objects: pa.Table, change: Change | None, old: pa.Table | None) -> pa.Table:
@@ -330,9 +328,9 @@ def _with_change(objects: pa.Table, change: Change | None, old: pa.Table | None)
 def commands(
     table: Table, schema: str, changes: pa.Table, first_id: int, local_time: str | None
 ) -> Iterator[Command]:
-    """The commands of one class's changes, in their order, numbered from ``first_id``."""
+    """The commands of one class's changes, in key order, numbered from ``first_id``."""
     names = attributes(table)
-    for offset, row in enumerate(_rows(changes)):
+    for offset, row in enumerate(_rows(changes, key_order(table, changes))):
         where = association(row[KEY], table.name, schema)
         event_id = first_id + offset
         change = row["change"]
@@ -353,9 +351,11 @@ def commands(
         yield Command(kind, table.name, event_id, where, attrs, local_time=local_time)
 
 
-def _rows(changes: pa.Table) -> Iterable[dict]:
-    for batch in changes.to_batches(max_chunksize=10_000):
-        yield from batch.to_pylist()
+def _rows(changes: pa.Table, order: pa.Array) -> Iterable[dict]:
+    """The rows of ``changes`` in ``order``, a slice at a time: they may be many (every
+    object, at startup) and mapped from files."""
+    for start in range(0, len(order), _SLICE_ROWS):
+        yield from changes.take(order[start : start + _SLICE_ROWS]).to_pylist()
 
 
 def _values(row: dict, attribute: Attribute) -> tuple[str, ...]:
