@@ -2,34 +2,32 @@
 whole, compares every object with the state the previous cycle kept, publishes the
 differences, and only once its documents are durable replaces the state.
 
-A class of at most ``--small-cycle-rows`` rows is compared in the driver; a bigger one on
-Spark (plans/triggerless_plan.py). Both run reduce/objects.py, and the driver renders the
-commands of both, in class order, then key order."""
+A class of at most ``--small-cycle-rows`` rows is compared and rendered in the driver; a
+bigger one on Spark (plans/triggerless_plan.py). Both run reduce/objects.py and
+render/changes.py; their commands are numbered in class order, then key order, and merged
+as sorted runs (delivery/ordered.py)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import sqlalchemy as sa
 
 from publisher.cycle import work_folder
-from publisher.delivery.documents import create_temporary
-from publisher.delivery.ordered import OrderedCommands, write_ordered
+from publisher.delivery.ordered import OrderedCommands, RunSource, sorted_run
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.model.catalogue import Table
-from publisher.model.rows import COMMANDS
 from publisher.model.statuses import reason_text
-from publisher.plans import Phases
+from publisher.plans import ComparedClass, Phases
 from publisher.progress import CycleProgress, Silent
-from publisher.reduce.objects import Comparison, commands, compare, current_objects
-from publisher.render.xds import command_xml
+from publisher.reduce.objects import change_counts, compare, current_objects, event_ids
+from publisher.render.changes import rendered_changes
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
@@ -41,7 +39,6 @@ STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
 # An event-id is the state's generation times this, plus the command's place in the cycle:
 # a cycle run again after a crash, before its state was kept, writes the same names.
 IDS_PER_GENERATION = 10**12
-_RENDER_BATCH = 10_000
 
 
 @dataclass(frozen=True)
@@ -126,7 +123,7 @@ class TriggerlessPublisher:
             return connection.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
 
     def compare_in_driver(self, table: Table, previous: Previous, startup: str | None,
-                          generation: NewGeneration) -> Comparison:
+                          generation: NewGeneration) -> ComparedClass:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
         rows = current_table(self.engine, schema, table, table.key_columns, None)
         children = {
@@ -136,7 +133,15 @@ class TriggerlessPublisher:
         objects = current_objects(self.catalogue, table, rows, children)
         comparison = compare(table, previous.table(table.name), objects, startup)
         generation.write_table(table.name, comparison.state)
-        return comparison
+        changes = comparison.changes
+
+        def runs(first_id: int, local_time: str | None) -> list[RunSource]:
+            ids = event_ids(table, changes, first_id)
+            buffer = pa.BufferOutputStream()
+            sorted_run(rendered_changes(table, self.catalogue.schema, changes, ids, local_time), buffer)
+            return [buffer.getvalue()]
+
+        return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs)
 
     def cycle(self, sink: Sink, progress: CycleProgress | None = None) -> TriggerlessReport:
         """One cycle: read, compare, publish, then keep the new state."""
@@ -177,23 +182,17 @@ class TriggerlessPublisher:
             local_time = self.local_time()
             compared = []
             for table in self.classes:
-                comparison = self._compare(table, rows[table.name], previous, startup, generation, work)
-                compared.append((table, comparison))
-                report.objects += comparison.objects
-                report.failed += [(table.name, key, why) for key, why in comparison.failed]
-                for count in pc.value_counts(comparison.changes["change"]).to_pylist():
-                    report.changes[count["values"]] += count["counts"]
-            phases.begin("rendering", commands=sum(c.changes.num_rows for _, c in compared))
-            rendered = self._rendered(compared, generation.generation, local_time)
-            if phases.report.on_spark:  # maybe every object of big classes: spilled, not held
-                stream, path = create_temporary(work(), "commands.arrow")
-                with stream:
-                    write_ordered(rendered, stream)
-                ordered = OrderedCommands([str(path)])
-            else:
-                buffer = pa.BufferOutputStream()
-                write_ordered(rendered, buffer)
-                ordered = OrderedCommands([buffer.getvalue()])
+                result = self._compare(table, rows[table.name], previous, startup, generation, work)
+                compared.append(result)
+                report.objects += result.objects
+                report.failed += [(table.name, key, why) for key, why in result.failed]
+                report.changes.update(result.changes)
+            phases.begin("rendering", commands=sum(c.total for c in compared))
+            runs, next_id = [], generation.generation * IDS_PER_GENERATION + 1
+            for result in compared:  # class order, then key order
+                runs += result.runs(next_id, local_time)
+                next_id += result.total
+            ordered = OrderedCommands(runs)
             phases.begin("writing documents", commands=ordered.total)
             report.commands = ordered.total
             report.documents = sink.publish(ordered) if ordered.total else 0
@@ -211,27 +210,12 @@ class TriggerlessPublisher:
         return report
 
     def _compare(self, table: Table, rows: int, previous: Previous, startup: str | None,
-                 generation: NewGeneration, work: Callable[[], Path]) -> Comparison:
+                 generation: NewGeneration, work: Callable[[], Path]) -> ComparedClass:
         if rows <= self.settings.small_cycle_rows:
             return self.compare_in_driver(table, previous, startup, generation)
         from publisher.plans.triggerless_plan import compare_on_spark
 
         return compare_on_spark(self, table, rows, previous, startup, generation, work())
-
-    def _rendered(self, compared: list[tuple[Table, Comparison]], generation: int,
-                  local_time: str | None) -> Iterator[pa.RecordBatch]:
-        """The commands as rows.COMMANDS, numbered in class order, then key order."""
-        next_id = generation * IDS_PER_GENERATION + 1
-        schema = self.catalogue.schema
-        rows = []
-        for table, comparison in compared:
-            for command in commands(table, schema, comparison.changes, next_id, local_time):
-                rows.append(COMMANDS.row(cmd_time=0.0, cmd_id=command.event_id, xml=command_xml(command)))
-                if len(rows) >= _RENDER_BATCH:
-                    yield COMMANDS.batch(rows)
-                    rows = []
-            next_id += comparison.changes.num_rows
-        yield COMMANDS.batch(rows)
 
 
 def export_triggerless(

@@ -8,11 +8,12 @@ bodies in publisher/reduce and publisher/render; they differ in how rows travel.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from publisher.delivery.ordered import OrderedCommands
+from publisher.delivery.ordered import OrderedCommands, RunSource
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
@@ -71,6 +72,23 @@ class Reduced:
     exceptions: list[Note]  # the rows that are not S (E and W), by record_id
     loopback: int  # rows consumed unpublished: the publisher's own changes (reduce/loopback.py)
     not_selected: int  # rows consumed unpublished: tables left out (reduce/selection.py)
+
+
+@dataclass(frozen=True)
+class ComparedClass:
+    """What a triggerless plan hands the cycle for one class (docs/triggerless.md): the
+    objects read, those that cannot be published (canonical key, reason), the changes by
+    kind, and ``runs(first_id, local_time)``: its commands rendered, numbered from
+    ``first_id`` in key order, as sorted runs (delivery/ordered.py)."""
+
+    objects: int
+    failed: list[tuple[str, str]]
+    changes: Counter
+    runs: Callable[[int, "str | None"], list[RunSource]]
+
+    @property
+    def total(self) -> int:
+        return sum(self.changes.values())
 
 
 class Phases:

@@ -6,14 +6,16 @@ files, turn them into objects (reduce/objects.py) and write them into buckets by
 through the work folder, as the event-log plan's shuffle does (plans/exchange.py). One
 comparing task a bucket joins its objects with their previous state by key, writes its
 part of the new state into the new generation's folder and its changes into the work
-folder. The driver gets the changes alone, puts them in key order and renders them."""
+folder. The driver numbers the changes in key order from their key columns alone; one
+rendering task a file of changes renders them into a sorted run, which the driver merges
+with the others by event-id (delivery/ordered.py)."""
 
 from __future__ import annotations
 
 import os
 import time
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from functools import reduce
 from pathlib import Path
@@ -25,26 +27,29 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from publisher.delivery.documents import create_temporary
-from publisher.delivery.ordered import first_failure
+from publisher.delivery.ordered import RunSource, first_failure, sorted_run
 from publisher.delivery.state import NewGeneration, Previous
 from publisher.model.catalogue import Table
-from publisher.model.rows import COMPARED, EXCHANGED
-from publisher.plans import Phases
+from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
+from publisher.plans import ComparedClass, Phases
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import frame
 from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
 from publisher.reduce.objects import (
     CHILD_VALUES,
     KEY,
-    Comparison,
+    ORDER,
     aligned_state,
+    change_counts,
     child_values,
     compare,
     current_schema,
+    event_ids,
     parent_objects,
     state_schema,
     with_children,
 )
+from publisher.render.changes import rendered_changes
 from publisher.source.query_back import current_read
 
 if TYPE_CHECKING:
@@ -183,7 +188,7 @@ def start_spark(master: str, phases: Phases) -> None:
 
 
 def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, previous: Previous,
-                     startup: str | None, generation: NewGeneration, work: Path) -> Comparison:
+                     startup: str | None, generation: NewGeneration, work: Path) -> ComparedClass:
     """One class of ``rows`` rows compared on the process's Spark session (start_spark)."""
     from publisher.plans.session import spark_session
 
@@ -220,11 +225,64 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
                          str(state_folder), str(work))
     compared = spark.range(buckets, numPartitions=buckets).mapInArrow(comparer, COMPARED.ddl).collect()
     first_failure(compared)
-    changes = _read_all([r.path for r in compared if r.path], pa.schema([]))
-    if not changes.num_rows:
-        changes = compare(table, None, current_schema(table).empty_table(), "future").changes
-    return Comparison(
-        changes,
+    files_of_changes = [r.path for r in compared if r.path]
+    counts: Counter = Counter()
+    for path in files_of_changes:  # the change column alone, mapped
+        counts.update(change_counts(_read_all([path], pa.schema([]))))
+
+    def runs(first_id: int, local_time: str | None) -> list[RunSource]:
+        return _rendered_runs(spark, table, publisher.catalogue.schema, files_of_changes, first_id,
+                              local_time, work)
+
+    return ComparedClass(
         sum(r.objects or 0 for r in compared),
         [(r.object_key, r.reason) for r in compared if r.object_key is not None],
+        counts,
+        runs,
     )
+
+
+def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_id: int,
+                   local_time: str | None, work: Path) -> list[RunSource]:
+    """The class's changes (``files``, one a bucket) rendered in Spark tasks, one a file,
+    each a sorted run in ``work``: the driver numbers the changes in key order from their
+    key columns alone, and leaves each task its file's event-ids."""
+    if not files:
+        return []
+    keys = [_read_all([path], pa.schema([])).select([ORDER + name for name in table.key_columns]) for path in files]
+    ids = event_ids(table, pa.concat_tables(keys), first_id)
+    id_files, start = [], 0
+    for number, part in enumerate(keys):
+        id_files.append(str(work / f"ids-{number:05d}.npy"))
+        np.save(id_files[-1], ids[start : start + part.num_rows])
+        start += part.num_rows
+    render = _renderer(table, schema, files, id_files, local_time, str(work))
+    reports = spark.range(len(files), numPartitions=len(files)).mapInArrow(render, SPILLED.ddl).collect()
+    first_failure(reports)
+    return [r.path for r in reports if r.path and r.commands]
+
+
+def _renderer(table: Table, schema: str, files: list[str], id_files: list[str], local_time: str | None,
+              work: str):
+    """mapInArrow body over file numbers: each file's changes rendered with their
+    event-ids into a sorted run; reports (rows.SPILLED) the run, or why it could not be
+    written."""
+
+    def render(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in numbers:
+            for number in batch.column(0).to_pylist():
+                changes = _read_all([files[number]], pa.schema([]))
+                rendered = rendered_changes(table, schema, changes, np.load(id_files[number]), local_time)
+                path = None
+                try:
+                    stream, path = create_temporary(Path(work), f"commands-{number:05d}.arrow")
+                    with stream:
+                        count = sorted_run(rendered, stream)
+                except OSError as exc:
+                    if path is not None:
+                        path.unlink(missing_ok=True)
+                    yield SPILLED.batch([SPILLED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
+                    return
+                yield SPILLED.batch([SPILLED.row(path=str(path), commands=count)])
+
+    return render

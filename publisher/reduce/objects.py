@@ -8,6 +8,7 @@ become commands. The same functions run in the driver and in Spark's Python work
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -325,14 +326,27 @@ def _with_change(objects: pa.Table, change: Change | None, old: pa.Table | None)
     return objects.append_column("change", changes).append_column("old", old_values)
 
 
+def change_counts(changes: pa.Table) -> Counter:
+    """How many objects each kind of change touched."""
+    return Counter({c["values"]: c["counts"] for c in pc.value_counts(changes["change"]).to_pylist()})
+
+
+def event_ids(table: Table, changes: pa.Table, first_id: int) -> np.ndarray:
+    """Each change's event-id: ``first_id`` plus its place in the class's key order
+    (``changes`` needs only its key columns, ORDER)."""
+    ids = np.empty(changes.num_rows, np.int64)
+    ids[key_order(table, changes).to_numpy()] = first_id + np.arange(changes.num_rows)
+    return ids
+
+
 def commands(
-    table: Table, schema: str, changes: pa.Table, first_id: int, local_time: str | None
+    table: Table, schema: str, changes: pa.Table, ids: np.ndarray, local_time: str | None
 ) -> Iterator[Command]:
-    """The commands of one class's changes, in key order, numbered from ``first_id``."""
+    """The commands of one class's changes, in the changes' order, each with its event-id
+    from ``ids`` (event_ids)."""
     names = attributes(table)
-    for offset, row in enumerate(_rows(changes, key_order(table, changes))):
+    for row, event_id in zip(_rows(changes), ids.tolist()):
         where = association(row[KEY], table.name, schema)
-        event_id = first_id + offset
         change = row["change"]
         if change == Change.DELETED:
             yield Command(CommandKind.DELETE, table.name, event_id, where, local_time=local_time)
@@ -351,11 +365,11 @@ def commands(
         yield Command(kind, table.name, event_id, where, attrs, local_time=local_time)
 
 
-def _rows(changes: pa.Table, order: pa.Array) -> Iterable[dict]:
-    """The rows of ``changes`` in ``order``, a slice at a time: they may be many (every
-    object, at startup) and mapped from files."""
-    for start in range(0, len(order), _SLICE_ROWS):
-        yield from changes.take(order[start : start + _SLICE_ROWS]).to_pylist()
+def _rows(changes: pa.Table) -> Iterable[dict]:
+    """The rows of ``changes``, a slice at a time: they may be many (every object, at
+    startup) and mapped from a file."""
+    for batch in changes.to_batches(max_chunksize=_SLICE_ROWS):
+        yield from batch.to_pylist()
 
 
 def _values(row: dict, attribute: Attribute) -> tuple[str, ...]:

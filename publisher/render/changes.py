@@ -1,0 +1,30 @@
+"""A triggerless class's changes (reduce/objects.py) rendered as rows.COMMANDS, in the
+driver or in a Spark task alike (docs/triggerless.md, Commands)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from publisher.model.catalogue import Table
+from publisher.model.rows import COMMANDS
+from publisher.reduce.objects import commands
+from publisher.render.xds import command_xml
+
+BATCH_ROWS = 10_000
+
+
+def rendered_changes(
+    table: Table, schema: str, changes: pa.Table, ids: np.ndarray, local_time: str | None
+) -> Iterator[pa.RecordBatch]:
+    """Each change's command (event-ids ``ids``, reduce/objects.event_ids) as rows.COMMANDS,
+    in the changes' order."""
+    rows = []
+    for command in commands(table, schema, changes, ids, local_time):
+        rows.append(COMMANDS.row(cmd_time=0.0, cmd_id=command.event_id, xml=command_xml(command)))
+        if len(rows) >= BATCH_ROWS:
+            yield COMMANDS.batch(rows)
+            rows = []
+    yield COMMANDS.batch(rows)
