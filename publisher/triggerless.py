@@ -19,7 +19,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.cycle import work_folder
-from publisher.delivery.ordered import OrderedCommands, RunSource, sorted_run
+from publisher.delivery.ordered import OrderedCommands, RunSource, write_ordered
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.model.catalogue import Table
@@ -138,7 +138,7 @@ class TriggerlessPublisher:
         def runs(first_id: int, local_time: str | None) -> list[RunSource]:
             ids = event_ids(table, changes, first_id)
             buffer = pa.BufferOutputStream()
-            sorted_run(rendered_changes(table, self.catalogue.schema, changes, ids, local_time), buffer)
+            write_ordered(rendered_changes(table, self.catalogue.schema, changes, ids, local_time), buffer)
             return [buffer.getvalue()]
 
         return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs)

@@ -42,6 +42,19 @@ def sorted_run(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object)
     return table.num_rows
 
 
+def write_ordered(commands: Iterable[pa.RecordBatch], sink: pa.NativeFile | object) -> int:
+    """Write ``commands`` (rows.COMMANDS), already in output order, to ``sink`` as a sorted
+    run, a batch at a time as they come (sorted_run holds them all to sort them); how many
+    there were."""
+    count = 0
+    with ipc.new_file(sink, COMMANDS.arrow) as writer:
+        for batch in commands:
+            for start in range(0, batch.num_rows, RUN_BATCH_ROWS):
+                writer.write_batch(batch.slice(start, RUN_BATCH_ROWS))
+            count += batch.num_rows
+    return count
+
+
 class _Run:
     """One sorted run's XML, read front to back a batch at a time."""
 

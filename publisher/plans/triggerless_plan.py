@@ -27,7 +27,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from publisher.delivery.documents import create_temporary
-from publisher.delivery.ordered import RunSource, first_failure, sorted_run
+from publisher.delivery.ordered import RunSource, first_failure, write_ordered
 from publisher.delivery.state import NewGeneration, Previous
 from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
@@ -277,7 +277,7 @@ def _renderer(table: Table, schema: str, files: list[str], id_files: list[str], 
                 try:
                     stream, path = create_temporary(Path(work), f"commands-{number:05d}.arrow")
                     with stream:
-                        count = sorted_run(rendered, stream)
+                        count = write_ordered(rendered, stream)
                 except OSError as exc:
                     if path is not None:
                         path.unlink(missing_ok=True)
