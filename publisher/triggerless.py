@@ -15,19 +15,17 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.cycle import work_folder
-from publisher.delivery.ordered import OrderedCommands, RunSource, write_ordered
+from publisher.delivery.ordered import OrderedCommands, RunSource
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.model.catalogue import Table
 from publisher.model.statuses import reason_text
-from publisher.plans import ComparedClass, Phases
+from publisher.plans import ComparedClass, Phases, rendered_in_driver
 from publisher.progress import CycleProgress, Silent
-from publisher.reduce.objects import change_counts, compare, current_objects, event_ids
-from publisher.render.changes import rendered_changes
+from publisher.reduce.objects import change_counts, compare, current_objects
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
@@ -136,10 +134,7 @@ class TriggerlessPublisher:
         changes = comparison.changes
 
         def runs(first_id: int, local_time: str | None) -> list[RunSource]:
-            ids = event_ids(table, changes, first_id)
-            buffer = pa.BufferOutputStream()
-            write_ordered(rendered_changes(table, self.catalogue.schema, changes, ids, local_time), buffer)
-            return [buffer.getvalue()]
+            return rendered_in_driver(table, self.catalogue.schema, changes, first_id, local_time)
 
         return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs)
 

@@ -13,16 +13,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from publisher.delivery.ordered import OrderedCommands, RunSource
+import pyarrow as pa
+
+from publisher.delivery.ordered import OrderedCommands, RunSource, write_ordered
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress
+from publisher.reduce.objects import event_ids
+from publisher.render.changes import rendered_changes
 from publisher.report import CycleReport
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from publisher.plans.reads import Read
 
 
@@ -89,6 +91,17 @@ class ComparedClass:
     @property
     def total(self) -> int:
         return sum(self.changes.values())
+
+
+def rendered_in_driver(
+    table: Table, schema: str, changes: pa.Table, first_id: int, local_time: str | None
+) -> list[RunSource]:
+    """A triggerless class's changes rendered here, numbered from ``first_id`` in key order,
+    as one sorted run in memory: for few changes, a Spark job costs more than it saves."""
+    ids = event_ids(table, changes, first_id)
+    buffer = pa.BufferOutputStream()
+    write_ordered(rendered_changes(table, schema, changes, ids, local_time), buffer)
+    return [buffer.getvalue()]
 
 
 class Phases:

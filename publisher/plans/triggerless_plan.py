@@ -31,7 +31,7 @@ from publisher.delivery.ordered import RunSource, first_failure, write_ordered
 from publisher.delivery.state import NewGeneration, Previous
 from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
-from publisher.plans import ComparedClass, Phases
+from publisher.plans import ComparedClass, Phases, rendered_in_driver
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import frame
 from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
@@ -231,8 +231,11 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         counts.update(change_counts(_read_all([path], pa.schema([]))))
 
     def runs(first_id: int, local_time: str | None) -> list[RunSource]:
-        return _rendered_runs(spark, table, publisher.catalogue.schema, files_of_changes, first_id,
-                              local_time, work)
+        schema = publisher.catalogue.schema
+        if sum(counts.values()) <= publisher.settings.small_cycle_rows:
+            changes = _read_all(files_of_changes, pa.schema([]))
+            return rendered_in_driver(table, schema, changes, first_id, local_time) if changes.num_rows else []
+        return _rendered_runs(spark, table, schema, files_of_changes, first_id, local_time, work)
 
     return ComparedClass(
         sum(r.objects or 0 for r in compared),
