@@ -286,6 +286,14 @@ def _require_db(options: dict[str, Any]) -> None:
         raise click.UsageError("Missing option '--db'.")
 
 
+_EVENT_LOG_ONLY = (
+    ("query_limit", "--query-limit"),
+    ("delete_processed", "--delete-processed"),
+    ("publisher_user", "--publisher-user"),
+    ("allow_loopback", "--allow-loopback"),
+)
+
+
 def _triggerless(options: dict[str, Any]) -> Any:
     """The triggerless options (taken out of ``options``) with --mode triggerless; None
     for the event log."""
@@ -298,6 +306,10 @@ def _triggerless(options: dict[str, Any]) -> Any:
     from publisher.triggerless import TriggerlessOptions
 
     _require_db(options)
+    # The event log's own options: a triggerless cycle reads whole tables and logs nothing.
+    given = [option for name, option in _EVENT_LOG_ONLY if options.get(name)]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} go with the event log, not --mode triggerless.")
     return TriggerlessOptions(Path(state_dir) if state_dir else default_state_dir(), startup)
 
 

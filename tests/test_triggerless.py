@@ -229,6 +229,9 @@ def test_a_foreign_or_unwritable_state_folder_is_refused_and_nothing_is_written(
                                       str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert "cannot use the state folder /proc/xdspub" in result.output
+    result = CliRunner().invoke(cli, ["export", "--db", db.url, "--mode", "triggerless", "--query-limit", "5",
+                                      "--delete-processed", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "--query-limit, --delete-processed go with the event log" in result.output
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
     db.drop()
 
