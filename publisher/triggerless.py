@@ -92,7 +92,7 @@ class TriggerlessPublisher:
         identity = Identity(
             database_identity(engine, dialect),
             settings.schema,
-            tuple(t.name for t in self.classes),
+            tuple(sorted(settings.tables)),
             settings.time_syntax,
             {t.name: list(t.key_columns) for t in self.classes},
         )

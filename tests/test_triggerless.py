@@ -206,6 +206,21 @@ def test_a_state_for_other_settings_is_not_used_and_says_why(tmp_path):
     db.drop()
 
 
+def test_a_class_created_between_cycles_has_its_objects_added_alone(tmp_path):
+    db = UnusualDb("sqlite", tmp_path)
+    with db.engine.begin() as conn:
+        conn.execute(sa.insert(db.tag).values(Value="t"))
+    publisher = Publisher(db, tmp_path)
+    publisher.cycle("future")
+    with db.engine.begin() as conn:
+        conn.execute(sa.text('CREATE TABLE "New Class" (id INTEGER PRIMARY KEY, label TEXT)'))
+        conn.execute(sa.text("""INSERT INTO "New Class" VALUES (1, 'one')"""))
+    out, report = publisher.cycle("all")
+    assert report.state_unused is None
+    assert _classes(out) == [("add", "id=1,table=New Class,schema=Mixed")]
+    db.drop()
+
+
 def test_future_events_carry_the_database_local_time(tmp_path):
     db = UnusualDb("sqlite", tmp_path)
     with db.engine.begin() as conn:

@@ -56,7 +56,7 @@ class Identity:
 
     database: str  # the database's URL without its password (SQLite: the file's path)
     schema: str
-    tables: tuple[str, ...]  # the classes published, in name order
+    tables: tuple[str, ...]  # the table selection (--tables), in name order; none: every class
     time_syntax: int
     keys: dict[str, list[str]]  # each class's key columns
 
@@ -66,10 +66,11 @@ class Identity:
             if other.get(name) != getattr(self, name):
                 return f"it was written for {name} {other.get(name)!r}, not {getattr(self, name)!r}"
         if tuple(other.get("tables", ())) != self.tables:
-            return f"it was written for the tables {', '.join(other.get('tables', ())) or 'none'}"
-        for table, key in self.keys.items():
-            if other.get("keys", {}).get(table) != key:
-                return f"the key of {table} was {'+'.join(other.get('keys', {}).get(table) or ['?'])}"
+            return f"it was written for --tables {','.join(other.get('tables', ())) or '(every class)'}"
+        keys = other.get("keys", {})
+        for table, key in self.keys.items():  # a class new since then has all its objects new
+            if table in keys and keys[table] != key:
+                return f"the key of {table} was {'+'.join(keys[table])}"
         return None
 
 
