@@ -306,3 +306,24 @@ def test_spark_and_the_driver_publish_the_same_bytes(kind, tmp_path, spark):
                 assert documents == {p.name: p.read_bytes() for p in other.glob("*.xml")}
     finally:
         db.drop()
+
+
+@pytest.mark.slow
+def test_the_service_publishes_each_interval_and_stops_on_sigterm(tmp_path):
+    from tests.conftest import make_sample_db
+    from tests.test_service import Poll
+
+    db = make_sample_db("sqlite", tmp_path)
+    db.add_user(1, "Ann", None, None)
+    out = tmp_path / "out"
+    poll = Poll(db, out, tmp_path / "poll.log", "--mode", "triggerless", "--startup", "all", "--tables", "usr",
+                "--state-dir", str(tmp_path / "state"))
+    try:
+        poll.wait_for(lambda: len(_classes(out)) == 1, "the first object's add")
+        db.execute("UPDATE usr SET fname = 'Anna' WHERE idu = 1")
+        poll.wait_for(lambda: len(_classes(out)) == 2, "its modify")
+    finally:
+        assert poll.terminate() == 0
+    assert [kind for kind, _ in _classes(out)] == ["add", "modify"]
+    assert "state not used" in poll.log() and "info stopped" in poll.log()
+    db.drop()
