@@ -4,9 +4,8 @@ previous cycle's state and publishes the differences.
 The property: after random changes between cycles, applying every document in order to an
 empty directory model gives the objects a fresh ``--startup all`` publishes of the
 database as it is (and the names and aliases plain SQL reads), on SQLite, PostgreSQL and
-MariaDB, with a schema of mixed-case,
-reserved-word and long names, a composite text key, a key-only table, a child table and
-references."""
+MariaDB, with a schema of mixed-case, reserved-word and long names, a composite text key,
+a key-only table, a child table and references."""
 
 from __future__ import annotations
 
