@@ -82,11 +82,7 @@ def parent_objects(catalogue: Catalogue, table: Table) -> Callable[[pa.RecordBat
 
     def objects(batch: pa.RecordBatch) -> pa.RecordBatch:
         keys = columns.keys(batch)
-        texts, errors = [], []
-        for cell in columns.cells:
-            text, error = columns.cell_texts(batch, cell)
-            texts.append(text)
-            errors.append(error)
+        texts, errors = columns.all_cell_texts(batch)
         empty = pa.array([[]] * batch.num_rows, VALUES)
         arrays = [
             keys,
@@ -107,22 +103,18 @@ def child_values(catalogue: Catalogue, table: Table, child: Table) -> Callable[[
 
     def values(batch: pa.RecordBatch) -> pa.RecordBatch:
         keys = columns.keys(batch)
-        parts, errors = [], []
-        for cell in columns.cells:
-            text, error = columns.cell_texts(batch, cell)
-            parts.append((cell.label, text))
-            errors.append(error)
+        texts, errors = columns.all_cell_texts(batch)
         error = _first_error(errors, batch.num_rows)
-        n = batch.num_rows
+        every_key = pa.concat_arrays([keys] * len(texts))
         return pa.RecordBatch.from_arrays(
             [
-                pa.concat_arrays([keys] * len(parts)),
-                pa.array(np.repeat([label for label, _ in parts], n), pa.string()),
-                pa.concat_arrays([text for _, text in parts]),
-                pa.concat_arrays([error] * len(parts)),
+                every_key,
+                pa.array(np.repeat([cell.label for cell in columns.cells], batch.num_rows), pa.string()),
+                pa.concat_arrays(texts),
+                pa.concat_arrays([error] * len(texts)),
             ],
             schema=CHILD_VALUES,
-        ).filter(pc.is_valid(pa.concat_arrays([keys] * len(parts))))
+        ).filter(pc.is_valid(every_key))
 
     return values
 

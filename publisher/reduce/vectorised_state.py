@@ -87,7 +87,7 @@ class StateColumns:
         columns = len(self.cells)
         flat = pa.array([], _CELL)
         if columns:
-            texts, errors = zip(*(self.cell_texts(batch, cell) for cell in self.cells))
+            texts, errors = self.all_cell_texts(batch)
             # Cell j of row i sits at j * n + i of the columns one after another.
             order = (np.arange(columns)[None, :] * n + np.arange(n)[:, None]).ravel()
             flat = pa.StructArray.from_arrays(
@@ -110,6 +110,11 @@ class StateColumns:
             schema=STATE.arrow,
         )
         return state.filter(kept)
+
+    def all_cell_texts(self, batch: pa.RecordBatch) -> tuple[list[pa.Array], list[pa.Array]]:
+        """Every cell column's texts and errors (cell_texts), in the order of ``cells``."""
+        pairs = [self.cell_texts(batch, cell) for cell in self.cells]
+        return [text for text, _ in pairs], [error for _, error in pairs]
 
     def keys(self, batch: pa.RecordBatch) -> pa.Array:
         """Each row's object's canonical key; NULL for a row of no object."""
