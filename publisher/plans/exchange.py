@@ -26,6 +26,7 @@ from publisher.delivery.documents import create_temporary
 from publisher.delivery.ordered import Passes, first_failure
 from publisher.model.rows import EXCHANGED, OBJECT_ROWS
 from publisher.plans.reads import Frame
+from publisher.plans.tasks import write_failure
 from publisher.reduce.pipeline import in_object_order, object_rows
 
 if TYPE_CHECKING:
@@ -90,8 +91,7 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
             for file in files.values():
                 file.close()  # whole on disk before the report names it
         except OSError as exc:
-            message = f"cannot write {exc.filename}: {exc.strerror or exc}"
-            yield EXCHANGED.batch([EXCHANGED.row(error=message)])
+            yield EXCHANGED.batch([EXCHANGED.row(error=write_failure(exc))])
             return
         finally:
             for file in files.values():

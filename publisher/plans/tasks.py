@@ -4,8 +4,9 @@ partition's name. What they wrap runs the same in the driver (plans/driver_plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 
@@ -50,30 +51,44 @@ def census_parts(spark_context):
     return spark_context.accumulator({}, ByPartition())
 
 
+def write_failure(exc: OSError) -> str:
+    """Why a task could not write its file, as its report says it."""
+    return f"cannot write {exc.filename}: {exc.strerror or exc}"
+
+
+def spill(directory: Path, name: str, write: Callable[[BinaryIO], int]) -> tuple:
+    """A file of this task's in ``directory``, for what will be ``name``, filled by
+    ``write`` (which gives how many commands it wrote): rows.SPILLED of the file, or of
+    why it could not be written, leaving nothing behind."""
+    path = None
+    try:
+        stream, path = create_temporary(directory, name)
+        with stream:
+            count = write(stream)
+    except OSError as exc:
+        if path is not None:
+            path.unlink(missing_ok=True)
+        return SPILLED.row(error=write_failure(exc))
+    return SPILLED.row(path=str(path), commands=count)
+
+
 def spill_writer(directory: str, passes: Passes) -> Passes:
     """mapInArrow body around the object pass (``passes``, giving rows.REDUCED): its commands,
     sorted, into a file of this task's in ``directory`` (delivery/ordered.py); reports
     (rows.SPILLED) the file and how many commands it holds, each row that is not S, or why
     the file could not be written."""
 
-    def spill(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def spill_commands(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         commands, notes = [], []
         for batch in passes(batches):
             rendered, noted = split_reduced(batch)
             commands.append(rendered)
             notes += noted
-        path = None
-        try:
-            stream, path = create_temporary(Path(directory), f"commands-{_partition():05d}.arrow")
-            with stream:
-                count = sorted_run(commands, stream)
-        except OSError as exc:
-            if path is not None:
-                path.unlink(missing_ok=True)
-            message = f"cannot write {exc.filename}: {exc.strerror or exc}"
-            yield SPILLED.batch([SPILLED.row(error=message)])
+        name = f"commands-{_partition():05d}.arrow"
+        spilled = spill(Path(directory), name, lambda stream: sorted_run(commands, stream))
+        if spilled.error is not None:
+            yield SPILLED.batch([spilled])
             return
-        spilled = SPILLED.row(path=str(path), commands=count)
         yield SPILLED.batch([spilled, *(SPILLED.row(**n._asdict()) for n in notes)])
 
-    return spill
+    return spill_commands

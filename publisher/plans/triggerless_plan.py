@@ -19,14 +19,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from publisher.delivery.documents import create_temporary
 from publisher.delivery.ordered import RunSource, first_failure, write_ordered
 from publisher.delivery.state import NewGeneration, Previous
 from publisher.model.catalogue import Table
@@ -34,6 +33,7 @@ from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
 from publisher.plans import ComparedClass, Phases, rendered_in_driver
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import frame
+from publisher.plans.tasks import spill, write_failure
 from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
 from publisher.reduce.objects import (
     CHILD_VALUES,
@@ -85,7 +85,7 @@ def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema,
             for file in files.values():
                 file.close()
         except OSError as exc:
-            yield EXCHANGED.batch([EXCHANGED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
+            yield EXCHANGED.batch([EXCHANGED.row(error=write_failure(exc))])
             return
         finally:
             for file in files.values():
@@ -118,6 +118,12 @@ def _linked(previous: str, part: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _write_table(stream: BinaryIO, table: pa.Table) -> int:
+    with ipc.new_file(stream, table.schema) as writer:
+        writer.write_table(table)
+    return table.num_rows
 
 
 def _part_names(buckets: int) -> list[str]:
@@ -153,21 +159,21 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
                 comparison = compare(table, old, current, startup)
                 part = Path(state_folder) / _part_names(number + 1)[number]
                 unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
-                path = None
                 try:
                     part.unlink(missing_ok=True)  # a task run again
                     if not (unchanged and _linked(own_parts[number], part)):
                         pq.write_table(comparison.state, part)
-                    if comparison.changes.num_rows:
-                        stream, path = create_temporary(Path(work), f"changes-{number:05d}.arrow")
-                        with stream, ipc.new_file(stream, comparison.changes.schema) as writer:
-                            writer.write_table(comparison.changes)
                 except OSError as exc:
-                    if path is not None:
-                        path.unlink(missing_ok=True)
-                    yield COMPARED.batch([COMPARED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
+                    yield COMPARED.batch([COMPARED.row(error=write_failure(exc))])
                     return
-                rows = [COMPARED.row(path=path and str(path), changes=comparison.changes.num_rows,
+                spilled = SPILLED.row()
+                if comparison.changes.num_rows:
+                    name = f"changes-{number:05d}.arrow"
+                    spilled = spill(Path(work), name, lambda stream: _write_table(stream, comparison.changes))
+                    if spilled.error is not None:
+                        yield COMPARED.batch([COMPARED.row(error=spilled.error)])
+                        return
+                rows = [COMPARED.row(path=spilled.path, changes=comparison.changes.num_rows,
                                      objects=comparison.objects)]
                 rows += [COMPARED.row(object_key=key, reason=why) for key, why in comparison.failed]
                 yield COMPARED.batch(rows)
@@ -276,16 +282,10 @@ def _renderer(table: Table, schema: str, files: list[str], id_files: list[str], 
             for number in batch.column(0).to_pylist():
                 changes = _read_all([files[number]], pa.schema([]))
                 rendered = rendered_changes(table, schema, changes, np.load(id_files[number]), local_time)
-                path = None
-                try:
-                    stream, path = create_temporary(Path(work), f"commands-{number:05d}.arrow")
-                    with stream:
-                        count = write_ordered(rendered, stream)
-                except OSError as exc:
-                    if path is not None:
-                        path.unlink(missing_ok=True)
-                    yield SPILLED.batch([SPILLED.row(error=f"cannot write {exc.filename}: {exc.strerror or exc}")])
+                name = f"commands-{number:05d}.arrow"
+                spilled = spill(Path(work), name, lambda stream: write_ordered(rendered, stream))
+                yield SPILLED.batch([spilled])
+                if spilled.error is not None:
                     return
-                yield SPILLED.batch([SPILLED.row(path=str(path), commands=count)])
 
     return render
