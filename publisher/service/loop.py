@@ -13,6 +13,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ class PollingService:
         self.wake = threading.Event()  # ends the pause between polls early
         self.metrics = Metrics()
         self.loopback_hinted = False
+        self.last_active = time.monotonic()  # the last published command or heartbeat
 
     def stop(self, *_args: object) -> None:
         self.stopping.set()
@@ -87,58 +89,52 @@ class PollingService:
         return 0
 
     def _serve(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog, lock: PublisherLock) -> None:
-        backoff = self.options.interval
-        last_active = time.monotonic()
-        while not self.stopping.is_set():
-            try:
-                if not lock.held() and not self._acquire(lock):
-                    break
-                self.wake.clear()  # a wake-up from now on means rows this poll may miss
-                if self._probe(engine, dialect, log_table):
-                    report = self._cycle(engine, dialect, log_table)
-                    last_active = time.monotonic()
-                    if self.settings.query_limit and report.rows >= self.settings.query_limit:
-                        continue  # more are waiting: no pause
-                elif self._heartbeat_due(last_active):
-                    self.sink.heartbeat()
-                    log(logging.INFO, "heartbeat")
-                    last_active = time.monotonic()
-                backoff = self.options.interval
-            except ConfigError:
-                raise
-            except Exception as exc:  # the service outlives any one failed cycle
-                log(logging.ERROR, "cycle failed", error=_one_line(exc), retry_in=f"{backoff:.0f}s")
-                self.stopping.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
-                continue
-            if self.stopping.is_set():  # stop() may have come before wake was cleared
-                break
-            self.wake.wait(self.options.interval)
+        def poll() -> bool:
+            if not lock.held() and not self._acquire(lock):
+                return False  # asked to stop while waiting
+            self.wake.clear()  # a wake-up from now on means rows this poll may miss
+            if not self._probe(engine, dialect, log_table):
+                self._heartbeat_if_due()
+                return True
+            report = self._cycle(engine, dialect, log_table)
+            self.last_active = time.monotonic()
+            # A full Query Limit: more are waiting, no pause.
+            return not (self.settings.query_limit and report.rows >= self.settings.query_limit)
+
+        self._every_interval(poll)
 
     def _serve_triggerless(self, publisher: TriggerlessPublisher) -> None:
         """Every interval, one triggerless cycle (docs/triggerless.md); a failed one is
         retried with a growing pause, its state untouched."""
+
+        def compare() -> bool:
+            started = time.monotonic()
+            report = publisher.cycle(self.sink)
+            seconds = time.monotonic() - started
+            self.metrics.cycle.observe(seconds)
+            if report.state_unused:
+                log(logging.INFO, "state not used", reason=report.state_unused)
+            for name, key, why in report.failed:
+                log(logging.ERROR, "object", table=name, key=key, status="E", reason=why)
+            if report.commands:
+                self.last_active = time.monotonic()
+            else:
+                self._heartbeat_if_due()
+            log(logging.INFO, "cycle", objects=report.objects, commands=report.commands,
+                documents=report.documents, failed=len(report.failed), seconds=f"{seconds:.2f}",
+                **{f"objects_{k}": v for k, v in sorted(report.changes.items())})
+            return True
+
+        self._every_interval(compare)
+
+    def _every_interval(self, cycle: Callable[[], bool]) -> None:
+        """Run ``cycle`` until stopped, pausing an interval after each one that asks for it
+        (True) or until woken; a failed one is logged and retried with a growing pause."""
         backoff = self.options.interval
-        last_active = time.monotonic()
+        self.last_active = time.monotonic()
         while not self.stopping.is_set():
             try:
-                started = time.monotonic()
-                report = publisher.cycle(self.sink)
-                seconds = time.monotonic() - started
-                self.metrics.cycle.observe(seconds)
-                if report.state_unused:
-                    log(logging.INFO, "state not used", reason=report.state_unused)
-                for name, key, why in report.failed:
-                    log(logging.ERROR, "object", table=name, key=key, status="E", reason=why)
-                if report.commands:
-                    last_active = time.monotonic()
-                elif self._heartbeat_due(last_active):
-                    self.sink.heartbeat()
-                    log(logging.INFO, "heartbeat")
-                    last_active = time.monotonic()
-                log(logging.INFO, "cycle", objects=report.objects, commands=report.commands,
-                    documents=report.documents, failed=len(report.failed), seconds=f"{seconds:.2f}",
-                    **{f"objects_{k}": v for k, v in sorted(report.changes.items())})
+                pause = cycle()
                 backoff = self.options.interval
             except ConfigError:
                 raise
@@ -147,7 +143,17 @@ class PollingService:
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
-            self.stopping.wait(self.options.interval)
+            if not pause or self.stopping.is_set():  # stop() may have come before wake was cleared
+                continue
+            self.wake.wait(self.options.interval)
+
+    def _heartbeat_if_due(self) -> None:
+        """A heartbeat document after the Heartbeat Interval without a published command."""
+        minutes = self.options.heartbeat_minutes
+        if minutes > 0 and time.monotonic() - self.last_active >= minutes * 60:
+            self.sink.heartbeat()
+            log(logging.INFO, "heartbeat")
+            self.last_active = time.monotonic()
 
     def _wake_ups(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> AbstractContextManager:
         """Listening for the event log's notifications, where it has the wake-up trigger."""
@@ -229,10 +235,6 @@ class PollingService:
             seconds=f"{seconds:.2f}",
         )
         return report
-
-    def _heartbeat_due(self, last_active: float) -> bool:
-        minutes = self.options.heartbeat_minutes
-        return minutes > 0 and time.monotonic() - last_active >= minutes * 60
 
 
 def _one_line(exc: BaseException) -> str:
