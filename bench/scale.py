@@ -114,6 +114,17 @@ def update_ceiling(conn: psycopg.Connection, log: str) -> tuple[float, int]:
     return seconds, rows  # without the rollback, which a real cycle does not pay
 
 
+def clean_up(conn: psycopg.Connection, schema: str, work: Path, keep: bool) -> None:
+    """Drop the bench's schema and its work folder, unless asked to keep them; close."""
+    if keep:
+        print(f"kept: schema {schema}, output in {work}")
+    else:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.commit()
+        shutil.rmtree(work, ignore_errors=True)
+    conn.close()
+
+
 def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
     """Wall seconds, peak KiB over the process tree, and standard error of a command that
     must exit 0 (the backlog has no bad rows); exits with its standard error's tail if not."""
@@ -266,12 +277,7 @@ def main() -> None:
             ratio = results["export, children"][0] / results["export"][0]
             print(f"export cycle with child rows / flat: {ratio:.2f}")
     finally:
-        if not args.keep:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"kept: schema {schema}, output in {work}")
-        conn.close()
+        clean_up(conn, schema, work, args.keep)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -170,13 +169,7 @@ def main() -> None:
         print(f"cycle, no change: {quiet:.2f} s, ratio {quiet / (copy + state_read):.2f} to COPY + state read "
               f"(target 1.2), peak RSS {quiet_peak / 1024:,.0f} MiB")
     finally:
-        if not args.keep:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-            conn.commit()
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"kept schema {schema} and {work}")
-        conn.close()
+        scale.clean_up(conn, schema, work, args.keep)
 
 
 if __name__ == "__main__":
