@@ -216,13 +216,14 @@ class Change(StrEnum):
 
 @dataclass(frozen=True)
 class Comparison:
-    """What changed in one class: the objects to publish in key order with how, the new
-    state (current_schema without the error), and the objects that cannot be published."""
+    """What changed in one class: the objects to publish with how (in no order: commands
+    puts them in key order), the new state (state_schema), and the objects that cannot be
+    published."""
 
     changes: pa.Table  # state_schema plus "change", "old": the old values of a changed object; unordered
     objects: int  # read now
     failed: list[tuple[str, str]]  # (canonical key, reason)
-    state: pa.Table | None = None  # None: written where it was compared (on Spark)
+    state: pa.Table  # the objects to keep: those read, but a failed one as it was
 
 
 def _changed(old: pa.Array, new: pa.Array, multi_valued: bool) -> np.ndarray:
