@@ -109,7 +109,6 @@ def _session(master: str, driver_options: str) -> SparkSession:
 
 def _loaded(batches):
     """mapInArrow body: nothing, once the executor's Python has what a cycle imports."""
-    import publisher.plans.triggerless_plan  # noqa: F401
     import publisher.reduce.pipeline  # noqa: F401
     import publisher.render.object_pass  # noqa: F401
 
