@@ -54,6 +54,9 @@ class TriggerlessReport(CycleReport):
     failed: list[tuple[str, str, str]] = field(default_factory=list)  # class, key, why
     state_unused: str | None = None  # why the previous state was not used
     state_kept: bool = False
+    # Classes read byte for byte as the state's, not compared (docs/triggerless.md, A cycle
+    # with no change).
+    unchanged_classes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         changes = ", ".join(f"{n} {kind}" for kind, n in sorted(self.changes.items())) or "no change"
@@ -182,6 +185,8 @@ class TriggerlessPublisher:
                 report.objects += result.objects
                 report.failed += [(table.name, key, why) for key, why in result.failed]
                 report.changes.update(result.changes)
+                if result.unchanged:
+                    report.unchanged_classes.append(table.name)
             phases.begin("rendering", commands=sum(c.total for c in compared))
             runs, next_id = [], generation.generation * IDS_PER_GENERATION + 1
             for result in compared:  # class order, then key order
@@ -191,7 +196,9 @@ class TriggerlessPublisher:
             phases.begin("writing documents", commands=ordered.total)
             report.commands = ordered.total
             report.documents = sink.publish(ordered) if ordered.total else 0
-            changed = startup is not None or report.commands > 0
+            # Rows read in another order (an update to the same values moves a row) give
+            # other digests for the same objects: the state is kept again with them.
+            changed = startup is not None or report.commands > 0 or generation.reads != previous.reads
             if self.settings.dry_run or not changed:
                 generation.discard()
             else:

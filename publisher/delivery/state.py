@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -82,6 +82,9 @@ class Previous:
     generation: int
     classes: dict[str, Path] | None
     why_not: str | None = None
+    # Per class, the digest of each range read when its state was kept (docs/triggerless.md,
+    # A cycle with no change): a range read again with the same digest is unchanged.
+    reads: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def table(self, name: str) -> pa.Table | None:
         """A class's previous objects (None: none were kept)."""
@@ -107,6 +110,7 @@ class NewGeneration:
         except OSError as exc:
             raise SinkError(f"cannot write the state in {folder.path}: {exc.strerror or exc}") from exc
         self.classes: dict[str, str] = {}
+        self.reads: dict[str, dict[str, str]] = {}
 
     def class_folder(self, table: str) -> Path:
         """The folder of ``table``'s Parquet files (user names are never file names)."""
@@ -117,6 +121,14 @@ class NewGeneration:
 
     def write_table(self, table: str, data: pa.Table) -> None:
         pq.write_table(data, self.class_folder(table) / "part-0.parquet")
+
+    def link_class(self, table: str, files: list[Path]) -> None:
+        """``table``'s previous files, unchanged, made this generation's: hard links where
+        the filesystem has them, else copies."""
+        folder = self.class_folder(table)
+        for path in files:
+            if not hard_link(path, folder / path.name):
+                shutil.copyfile(path, folder / path.name)
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -132,6 +144,7 @@ class NewGeneration:
             "time_syntax": identity.time_syntax,
             "keys": identity.keys,
             "classes": self.classes,
+            "reads": self.reads,
         }
         try:
             (self.path / MANIFEST).write_text(json.dumps(manifest, indent=1))
@@ -224,10 +237,25 @@ class StateFolder:
         classes = manifest.get("classes")
         if not isinstance(classes, dict) or not all(re.fullmatch(r"[0-9]+", str(v)) for v in classes.values()):
             return Previous(generation, None, "its manifest names no classes")
-        return Previous(generation, {name: folder / number for name, number in classes.items()})
+        reads = manifest.get("reads", {})
+        if not isinstance(reads, dict):
+            reads = {}
+        return Previous(generation, {name: folder / number for name, number in classes.items()},
+                        reads={name: dict(digests) for name, digests in reads.items()
+                               if name in classes and isinstance(digests, dict)})
 
     def begin(self, generation: int) -> NewGeneration:
         return NewGeneration(self, generation)
+
+
+def hard_link(existing: str | Path, new: Path) -> bool:
+    """``new`` made a hard link to ``existing`` (a file kept again, not written again);
+    False where the filesystem has none."""
+    try:
+        os.link(existing, new)
+    except OSError:
+        return False
+    return True
 
 
 def _fsync(path: Path) -> None:

@@ -9,7 +9,8 @@ that every module builds a row by its columns' names, never by position.
                 object it belongs to (reduce/current.py)
     OBJECT_ROWS an object's live events and its current row, gathered by object
     EXCHANGED   what a task that writes rows for the shuffle by object reports: a file of
-                one bucket's rows, or a failure (plans/exchange.py)
+                one bucket's rows, a range it read and its digest (a triggerless read,
+                plans/triggerless_plan.py), or a failure (plans/exchange.py)
     REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
     SPILLED     what a spill writer reports: its file of commands, a row not S, or a failure
@@ -111,7 +112,14 @@ OBJECT_ROWS = RowShape(
 )
 EXCHANGED = RowShape(
     "Exchanged",
-    (("bucket", "INT"), ("path", "STRING"), ("rows", "BIGINT"), ("error", "STRING")),
+    (
+        ("bucket", "INT"),
+        ("path", "STRING"),
+        ("rows", "BIGINT"),
+        ("error", "STRING"),
+        ("range_read", "STRING"),
+        ("digest", "STRING"),
+    ),
 )
 REDUCED = RowShape(
     "ReducedRow",

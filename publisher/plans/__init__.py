@@ -81,12 +81,14 @@ class ComparedClass:
     """What a triggerless plan hands the cycle for one class (docs/triggerless.md): the
     objects read, those that cannot be published (canonical key, reason), the changes by
     kind, and ``runs(first_id, local_time)``: its commands rendered, numbered from
-    ``first_id`` in key order, as sorted runs (delivery/ordered.py)."""
+    ``first_id`` in key order, as sorted runs (delivery/ordered.py). ``unchanged``: its
+    rows were read byte for byte as the state's, and not compared."""
 
     objects: int
     failed: list[tuple[str, str]]
     changes: Counter
     runs: Callable[[int, "str | None"], list[RunSource]]
+    unchanged: bool = False
 
     @property
     def total(self) -> int:

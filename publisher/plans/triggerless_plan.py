@@ -12,12 +12,13 @@ with the others by event-id (delivery/ordered.py)."""
 
 from __future__ import annotations
 
-import os
+import hashlib
 import time
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from functools import reduce
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -27,12 +28,12 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from publisher.delivery.ordered import RunSource, first_failure, write_ordered
-from publisher.delivery.state import NewGeneration, Previous
+from publisher.delivery.state import NewGeneration, Previous, hard_link
 from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
 from publisher.plans import ComparedClass, Phases, rendered_in_driver
 from publisher.plans.exchange import BucketFile, write_buckets
-from publisher.plans.reads import frame
+from publisher.plans.reads import Read, frame
 from publisher.plans.tasks import spill, write_failure
 from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
 from publisher.reduce.objects import (
@@ -50,6 +51,7 @@ from publisher.reduce.objects import (
     with_children,
 )
 from publisher.render.changes import rendered_changes
+from publisher.source.copy_read import CopyRanges
 from publisher.source.query_back import current_read
 
 if TYPE_CHECKING:
@@ -60,6 +62,10 @@ if TYPE_CHECKING:
 OBJECTS_PER_TASK = 200_000  # objects a comparing task holds, about
 NEW, CHILD, OLD = "new", "child", "old"  # the kinds of bucket files, by name
 Body = Callable[[pa.RecordBatch], pa.RecordBatch]
+RangeDigest = tuple[str, str]  # a range read's name (range_names), the digest of its rows
+# Over a task's input: the rows to write into buckets, each range read's digest appended
+# to the list as it is read.
+Rows = Callable[[Iterator[pa.RecordBatch], list[RangeDigest]], Iterator[pa.RecordBatch]]
 
 
 def key_buckets(keys: pa.Array, buckets: int) -> np.ndarray:
@@ -68,16 +74,17 @@ def key_buckets(keys: pa.Array, buckets: int) -> np.ndarray:
     return np.fromiter(hashes, np.uint32, len(keys)) % buckets
 
 
-def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema,
-                   rows: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]):
+def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema, rows: Rows):
     """mapInArrow body: ``rows`` (of ``schema``) into a file per bucket of their key;
-    reports (rows.EXCHANGED) each file, or why one could not be written."""
+    reports (rows.EXCHANGED) each file and each range read's digest, or why a file could
+    not be written."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         files: dict[int, BucketFile] = {}
         counts = np.zeros(buckets, np.int64)
+        digests: list[RangeDigest] = []
         try:
-            for batch in rows(batches):
+            for batch in rows(batches, digests):
                 if batch.num_rows:
                     bucket = key_buckets(batch.column(KEY), buckets)
                     counts += write_buckets(batch, bucket, buckets, files,
@@ -90,34 +97,55 @@ def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema,
         finally:
             for file in files.values():
                 file.abandon()
-        yield EXCHANGED.batch([EXCHANGED.row(n, str(f.path), int(counts[n])) for n, f in files.items()])
+        yield EXCHANGED.batch(
+            [EXCHANGED.row(n, str(f.path), int(counts[n])) for n, f in files.items()]
+            + [EXCHANGED.row(range_read=name, digest=digest) for name, digest in digests]
+        )
 
     return write
 
 
-def _mapped(body: Body) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    return lambda batches: map(body, batches)
+def range_names(ranges: CopyRanges) -> list[str]:
+    """Each range read's name in the state: a digest of its statement (the table, columns
+    and bounds) and of xdspub's version, whose objects of the same rows may differ."""
+    salt = f"{version('xdspub')}\0".encode()
+    return [hashlib.blake2b(salt + statement.encode(), digest_size=16).hexdigest() for statement in ranges.statements]
 
 
-def _old_rows(table: Table, files: list[str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _digested(ranges: CopyRanges, indices: list[int], names: list[str], known: dict[str, str], body: Body) -> Rows:
+    """Over numbers of ``indices``: each range of ``ranges`` read whole and its digest
+    reported; its rows made into objects unless its digest is the one ``known`` for it
+    (docs/triggerless.md, A cycle with no change)."""
+
+    def read(numbers: Iterator[pa.RecordBatch], digests: list[RangeDigest]) -> Iterator[pa.RecordBatch]:
+        for batch in numbers:
+            for number in batch.column(0).to_pylist():
+                index, blocks, digest = indices[number], [], hashlib.blake2b(digest_size=16)
+                for block in ranges.blocks(index):
+                    blocks.append(block)
+                    digest.update(block)
+                digests.append((names[index], digest.hexdigest()))
+                if known.get(names[index]) != digests[-1][1]:
+                    yield from map(body, ranges.parse(blocks))
+
+    return read
+
+
+def _undigested(read: Read, body: Body, spark) -> tuple[DataFrame, Rows]:
+    """A read that is not in COPY ranges: its frame, and its rows without digests."""
+    df, passes = frame(spark, read, lambda batches: map(body, batches))
+    return df, lambda batches, _digests: passes(batches)
+
+
+def _old_rows(table: Table, files: list[str]) -> Rows:
     """Over file numbers: each previous state file's objects, in this cycle's columns."""
 
-    def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def read(numbers: Iterator[pa.RecordBatch], _digests: list[RangeDigest]) -> Iterator[pa.RecordBatch]:
         for batch in numbers:
             for number in batch.column(0).to_pylist():
                 yield from aligned_state(table, pq.read_table(files[number])).to_batches()
 
     return read
-
-
-def _linked(previous: str, part: Path) -> bool:
-    """The previous part, unchanged, made this one's by a hard link (not written again);
-    False where the filesystem has none."""
-    try:
-        os.link(previous, part)
-    except OSError:
-        return False
-    return True
 
 
 def _write_table(stream: BinaryIO, table: pa.Table) -> int:
@@ -161,7 +189,7 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
                 unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
                 try:
                     part.unlink(missing_ok=True)  # a task run again
-                    if not (unchanged and _linked(own_parts[number], part)):
+                    if not (unchanged and hard_link(own_parts[number], part)):
                         pq.write_table(comparison.state, part)
                 except OSError as exc:
                     yield COMPARED.batch([COMPARED.row(error=write_failure(exc))])
@@ -206,13 +234,31 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
 
     buckets = cores * max(2, -(-rows // (OBJECTS_PER_TASK * cores)))
     engine, dialect, catalogue = publisher.engine, publisher.dialect, publisher.catalogue
-    reads: list[tuple[Table, Body, str, pa.Schema]] = [(table, parent_objects(catalogue, table), NEW, current_schema(table))]
-    reads += [(child, child_values(catalogue, table, child), CHILD, CHILD_VALUES) for child in table.children()]
-    reports: list[DataFrame] = []
-    for part, body, kind, schema in reads:
-        read = current_read(engine, dialect, catalogue, part, part.key_columns, None, parts)
-        df, passes = frame(spark, read, _mapped(body))
-        reports.append(df.mapInArrow(_bucket_writer(str(work), buckets, kind, schema, passes), EXCHANGED.ddl))
+    parts_read = [(table, parent_objects(catalogue, table), NEW, current_schema(table))]
+    parts_read += [(child, child_values(catalogue, table, child), CHILD, CHILD_VALUES) for child in table.children()]
+    reads = [(current_read(engine, dialect, catalogue, part, part.key_columns, None, parts), body, kind, schema)
+             for part, body, kind, schema in parts_read]
+    # Ranges whose rows are byte for byte those the state was kept from need no objects
+    # made: only where every read of the class is in COPY ranges with a digest.
+    digested = all(isinstance(read, CopyRanges) for read, *_ in reads)
+    known = previous.reads.get(table.name, {}) if digested and startup is None else {}
+
+    def read_jobs(indices_of: Callable[[CopyRanges, list[str]], list[int]], known: dict[str, str]) -> list[DataFrame]:
+        jobs = []
+        for read, body, kind, schema in reads:
+            if isinstance(read, CopyRanges):
+                names = range_names(read)
+                indices = indices_of(read, names)
+                if not indices:
+                    continue
+                df = spark.range(len(indices), numPartitions=len(indices))
+                rows_of = _digested(read, indices, names, known, body)
+            else:
+                df, rows_of = _undigested(read, body, spark)
+            jobs.append(df.mapInArrow(_bucket_writer(str(work), buckets, kind, schema, rows_of), EXCHANGED.ddl))
+        return jobs
+
+    reports = read_jobs(lambda read, _names: list(range(len(read))), known)
     old_files = [str(path) for path in previous.files(table.name)]
     # The previous cycle's parts are in this cycle's buckets when it had as many: each
     # comparing task reads its own part, and the state is not read twice.
@@ -221,11 +267,20 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         numbers = spark.range(len(old_files), numPartitions=min(len(old_files), cores * 4))
         writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
         reports.append(numbers.mapInArrow(writer, EXCHANGED.ddl))
-    written = reduce(lambda one, other: one.unionByName(other), reports).collect()
-    first_failure(written)
+    written = _collected(reports)
+    digests = {r.range_read: r.digest for r in written if r.range_read is not None}
+    if known and digests == known:  # every range as the state's: the class did not change
+        generation.link_class(table.name, previous.files(table.name))
+        generation.reads[table.name] = digests
+        objects = sum(pq.ParquetFile(path).metadata.num_rows for path in old_files)
+        return ComparedClass(objects, [], Counter(), lambda _first_id, _local_time: [], unchanged=True)
+    unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
+    if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
+        written += _collected(read_jobs(lambda _read, names: [i for i, n in enumerate(names) if n in unchanged], {}))
     files: dict[tuple[str, int], list[str]] = defaultdict(list)
     for report in written:
-        files[(Path(report.path).name.split("-", 1)[0].lstrip("."), report.bucket)].append(report.path)
+        if report.path is not None:
+            files[(Path(report.path).name.split("-", 1)[0].lstrip("."), report.bucket)].append(report.path)
     state_folder = generation.class_folder(table.name)
     comparer = _comparer(table, dict(files), previous.classes is not None, own_parts, startup,
                          str(state_folder), str(work))
@@ -243,12 +298,19 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
             return rendered_in_driver(table, schema, changes, first_id, local_time) if changes.num_rows else []
         return _rendered_runs(spark, table, schema, files_of_changes, first_id, local_time, work)
 
-    return ComparedClass(
-        sum(r.objects or 0 for r in compared),
-        [(r.object_key, r.reason) for r in compared if r.object_key is not None],
-        counts,
-        runs,
-    )
+    failed = [(r.object_key, r.reason) for r in compared if r.object_key is not None]
+    if digested and not failed:  # a failed object kept its old state: its range must be read again
+        generation.reads[table.name] = digests
+    return ComparedClass(sum(r.objects or 0 for r in compared), failed, counts, runs)
+
+
+def _collected(jobs: list[DataFrame]) -> list:
+    """The reports of ``jobs`` (rows.EXCHANGED), run as one; raises the first failure."""
+    if not jobs:
+        return []
+    written = reduce(lambda one, other: one.unionByName(other), jobs).collect()
+    first_failure(written)
+    return written
 
 
 def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_id: int,

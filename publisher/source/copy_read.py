@@ -6,7 +6,7 @@ Python). Spark's JDBC source stays the way for databases without COPY."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -36,11 +36,13 @@ class CopyRanges:
     def read(self, index: int) -> Iterator[pa.RecordBatch]:
         """The rows of range ``index``, as Arrow batches of ``schema``; none for a range
         without rows."""
+        return self.parse(self.blocks(index))
+
+    def blocks(self, index: int) -> Iterator[bytes]:
+        """The rows of range ``index`` as COPY sends them (CSV), whole rows about a
+        megabyte at a time."""
         import psycopg
 
-        text_schema = pa.schema(  # as COPY writes them: binary columns as text
-            [pa.field(f.name, pa.string()) if f.name in self.hex_columns else f for f in self.schema]
-        )
         with psycopg.connect(self.conninfo) as conn, conn.cursor() as cursor:
             if self.hex_columns:  # the form _unhex reads, whatever the server's default
                 cursor.execute("SET bytea_output = hex")
@@ -52,10 +54,18 @@ class CopyRanges:
                     rows.append(bytes(row))
                     size += len(row)
                     if size >= BLOCK_BYTES:
-                        yield from self._parsed(b"".join(rows), text_schema)
+                        yield b"".join(rows)
                         rows, size = [], 0
                 if rows:
-                    yield from self._parsed(b"".join(rows), text_schema)
+                    yield b"".join(rows)
+
+    def parse(self, blocks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
+        """``blocks`` of whole rows (from ``blocks``) as Arrow batches of ``schema``."""
+        text_schema = pa.schema(  # as COPY writes them: binary columns as text
+            [pa.field(f.name, pa.string()) if f.name in self.hex_columns else f for f in self.schema]
+        )
+        for block in blocks:
+            yield from self._parsed(block, text_schema)
 
     def _parsed(self, text: bytes, text_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """Whole rows of COPY's CSV (columns of ``text_schema``) as batches of ``schema``."""
