@@ -42,22 +42,33 @@ class CopyRanges:
         """The rows of range ``index`` as COPY sends them (CSV), whole rows about a
         megabyte at a time."""
         import psycopg
+        from psycopg import pq
 
-        with psycopg.connect(self.conninfo) as conn, conn.cursor() as cursor:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
             if self.hex_columns:  # the form _unhex reads, whatever the server's default
-                cursor.execute("SET bytea_output = hex")
-            with cursor.copy(self.statements[index]) as copy:
-                # PostgreSQL sends each row in a message of its own: the rows are gathered
-                # and parsed a megabyte at a time, so a row longer than that is parsed whole.
-                rows, size = [], 0
-                for row in copy:
-                    rows.append(bytes(row))
-                    size += len(row)
-                    if size >= BLOCK_BYTES:
-                        yield b"".join(rows)
-                        rows, size = [], 0
-                if rows:
+                conn.execute("SET bytea_output = hex")
+            # libpq's calls themselves: psycopg's Copy waits for each row through a
+            # generator, which costs more than taking the row (PostgreSQL sends each row in
+            # a message of its own). The rows are gathered and parsed a megabyte at a
+            # time, so a row longer than that is parsed whole.
+            pgconn = conn.pgconn
+            pgconn.send_query(self.statements[index].encode())
+            started = pgconn.get_result()
+            if started is None or started.status != pq.ExecStatus.COPY_OUT:
+                _expect(_last_result(pgconn, started), pq.ExecStatus.COPY_OUT)
+            rows, size = [], 0
+            while True:
+                length, row = pgconn.get_copy_data(0)
+                if length < 0:  # the end, or a failure its result tells
+                    break
+                rows.append(bytes(row))
+                size += length
+                if size >= BLOCK_BYTES:
                     yield b"".join(rows)
+                    rows, size = [], 0
+            _expect(_last_result(pgconn, pgconn.get_result()), pq.ExecStatus.COMMAND_OK)
+            if rows:
+                yield b"".join(rows)
 
     def parse(self, blocks: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
         """``blocks`` of whole rows (from ``blocks``) as Arrow batches of ``schema``."""
@@ -94,6 +105,29 @@ class CopyRanges:
             for name in self.schema.names
         ]
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def _last_result(pgconn, result):
+    """``result``, once the connection has no other (it is free for the next command)."""
+    while pgconn.get_result() is not None:
+        pass
+    return result
+
+
+def _expect(result, status) -> None:
+    """Raises the database's error when ``result`` (psycopg.pq's) is not ``status``."""
+    import psycopg
+    from psycopg import errors, pq
+
+    if result is not None and result.status == status:
+        return
+    message = "the connection was lost" if result is None else result.get_error_message().strip()
+    state = result and result.error_field(pq.DiagnosticField.SQLSTATE)
+    try:
+        error = errors.lookup(state.decode()) if state else psycopg.OperationalError
+    except KeyError:
+        error = psycopg.DatabaseError
+    raise error(message)
 
 
 def _unhex(texts: pa.Array) -> pa.Array:
