@@ -251,7 +251,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
                 indices = indices_of(read, names)
                 if not indices:
                     continue
-                df = spark.range(len(indices), numPartitions=len(indices))
+                df = _numbers(spark, len(indices))
                 rows_of = _digested(read, indices, names, known, body)
             else:
                 df, rows_of = _undigested(read, body, spark)
@@ -264,7 +264,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     # comparing task reads its own part, and the state is not read twice.
     own_parts = old_files if [Path(f).name for f in old_files] == _part_names(buckets) else None
     if old_files and own_parts is None:
-        numbers = spark.range(len(old_files), numPartitions=min(len(old_files), cores * 4))
+        numbers = _numbers(spark, len(old_files))
         writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
         reports.append(numbers.mapInArrow(writer, EXCHANGED.ddl))
     written = _collected(reports)
@@ -284,7 +284,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     state_folder = generation.class_folder(table.name)
     comparer = _comparer(table, dict(files), previous.classes is not None, own_parts, startup,
                          str(state_folder), str(work))
-    compared = spark.range(buckets, numPartitions=buckets).mapInArrow(comparer, COMPARED.ddl).collect()
+    compared = _numbers(spark, buckets).mapInArrow(comparer, COMPARED.ddl).collect()
     first_failure(compared)
     files_of_changes = [r.path for r in compared if r.path]
     counts: Counter = Counter()
@@ -302,6 +302,12 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     if digested and not failed:  # a failed object kept its old state: its range must be read again
         generation.reads[table.name] = digests
     return ComparedClass(sum(r.objects or 0 for r in compared), failed, counts, runs)
+
+
+def _numbers(spark, count: int) -> DataFrame:
+    """0 to ``count`` - 1 in a task a core, each task taking its numbers in turn: a Python
+    task costs much to start (its function sent and set up), more than a range's read."""
+    return spark.range(count, numPartitions=max(1, min(count, spark.sparkContext.defaultParallelism)))
 
 
 def _collected(jobs: list[DataFrame]) -> list:
@@ -328,7 +334,7 @@ def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_id:
         np.save(id_files[-1], ids[start : start + part.num_rows])
         start += part.num_rows
     render = _renderer(table, schema, files, id_files, local_time, str(work))
-    reports = spark.range(len(files), numPartitions=len(files)).mapInArrow(render, SPILLED.ddl).collect()
+    reports = _numbers(spark, len(files)).mapInArrow(render, SPILLED.ddl).collect()
     first_failure(reports)
     return [r.path for r in reports if r.path and r.commands]
 
