@@ -35,7 +35,6 @@ schemaId no earlier metadata message had.
 from __future__ import annotations
 
 import base64
-import binascii
 import io
 import itertools
 import json
@@ -961,7 +960,7 @@ def _column_text(metadata: TableMetadata, row: Row, name: str, where: str) -> st
 def _is_base64(text: str) -> bool:
     try:
         base64.b64decode(text, validate=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or a character outside ASCII
         return False
     return True
 
