@@ -7,6 +7,7 @@ file, which beats the default."""
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from collections.abc import Callable
 from typing import Any
@@ -315,7 +316,8 @@ def _triggerless(options: dict[str, Any]) -> Any:
 
 @cli.command()
 @publishing_options
-@_option("--out", required=True, help="FILE.xml, a directory, or - for standard output.")
+@_option("--out", required=True,
+         help="FILE.xml, a directory, - for standard output, or a broker: amqp://... or nats://... (docs/delivery.md).")
 @_option("--quiet", is_flag=True,
          help="No progress display and no summary (E and W rows are still listed).")
 @_option("--source", type=click.Choice(["eventlog", *FORMATS]), default="eventlog",
@@ -373,7 +375,8 @@ def export(
 
 @cli.command()
 @publishing_options
-@_option("--out", required=True, help="A directory, or - for standard output.")
+@_option("--out", required=True,
+         help="A directory, - for standard output, or a broker: amqp://... or nats://... (docs/delivery.md).")
 @_option("--interval", type=click.IntRange(1, 604800), default=10, show_default=True,
          help="Polling Interval, seconds.")
 @_option("--heartbeat", type=click.FloatRange(min=0), default=0, show_default=True,
@@ -478,6 +481,36 @@ def validate(paths: tuple[str, ...]) -> None:
     click.echo(f"xdspub: {len(files)} documents, {invalid} invalid", err=True)
     if problems:
         click.get_current_context().exit(1)
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--count", type=click.IntRange(min=1), help="Read at most this many documents.")
+@click.option("--wait", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Stop when no document came for this many seconds.")
+@click.option("--out", default="-", show_default=True,
+              help="A directory (a file per document, named as in a directory of documents), or -.")
+def consume(url: str, count: int | None, wait: float, out: str) -> None:
+    """Read the documents delivered to a broker (docs/delivery.md): URL as --out names it,
+    with queue=Q for RabbitMQ (its messages are taken off the queue; a JetStream stream
+    keeps them)."""
+    from pathlib import Path
+
+    from publisher.delivery.broker import masked, received
+    from publisher.delivery.documents import write_durably
+
+    folder = None if out == "-" else Path(out)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    taken = 0
+    for message in received(url, count, wait):
+        taken += 1
+        if folder is None:
+            sys.stdout.buffer.write(message.body if message.body.endswith(b"\n") else message.body + b"\n")
+            sys.stdout.buffer.flush()
+        else:
+            write_durably(folder / message.file_name(taken), lambda stream: stream.write(message.body))
+    click.echo(f"xdspub: {taken} documents read from {masked(url)}", err=True)
 
 
 def _report(report: Any, quiet: bool) -> None:

@@ -40,3 +40,9 @@ class SinkError(XdspubError):
     """The output could not be made durable; no status was written."""
 
     exit_code = 4
+
+
+class BrokerUnreachable(XdspubError):
+    """The message broker --out names cannot be reached at start."""
+
+    exit_code = 3

@@ -1,5 +1,5 @@
-"""Where documents go (docs/delivery.md): one .xml file, standard output, or a directory
-with one file per document.
+"""Where documents go (docs/delivery.md): one .xml file, standard output, a directory
+with one file per document, or a message broker (delivery/broker.py).
 
 The driver writes them from the commands in order (delivery/ordered.py), each file under a
 temporary name, made durable and renamed to its final name, so a reader never sees half a
@@ -86,6 +86,22 @@ class StdoutSink:
             raise SinkError(f"cannot write to standard output: {exc.strerror or exc}") from exc
 
 
+def batched(commands: OrderedCommands, batch_size: int) -> Iterator[tuple[str, list[bytes]]]:
+    """(name, its commands' XML) of each document of ``batch_size`` commands, in order:
+    named by its first command's event-id."""
+    ids: list[int] = []
+    xml: list[bytes] = []
+    for more_ids, more_xml in commands.chunks():
+        ids += more_ids
+        xml += more_xml
+        whole = len(ids) - len(ids) % batch_size
+        for start in range(0, whole, batch_size):
+            yield document_name(ids[start]), xml[start : start + batch_size]
+        del ids[:whole], xml[:whole]
+    if ids:
+        yield document_name(ids[0]), xml
+
+
 class DirectorySink:
     """One file per document of ``batch_size`` commands, named by its first record_id:
     each written under a temporary name and flushed to disk, then all renamed and the
@@ -95,27 +111,13 @@ class DirectorySink:
         self.directory = self.work_parent = directory
         self.batch_size = batch_size
 
-    def _documents(self, commands: OrderedCommands) -> Iterator[tuple[str, list[bytes]]]:
-        """(final name, its commands' XML) of each document, in order."""
-        ids: list[int] = []
-        xml: list[bytes] = []
-        for more_ids, more_xml in commands.chunks():
-            ids += more_ids
-            xml += more_xml
-            whole = len(ids) - len(ids) % self.batch_size
-            for start in range(0, whole, self.batch_size):
-                yield document_name(ids[start]), xml[start : start + self.batch_size]
-            del ids[:whole], xml[:whole]
-        if ids:
-            yield document_name(ids[0]), xml
-
     def publish(self, commands: OrderedCommands) -> int:
         written: list[tuple[str, str]] = []  # temporary name, final name
         renamed = 0
         try:
             with Folder(self.directory) as folder:
                 try:
-                    documents = ((name, document_bytes(xml)) for name, xml in self._documents(commands))
+                    documents = ((name, document_bytes(xml)) for name, xml in batched(commands, self.batch_size))
                     folder.write_all(documents, written)
                     if not written:
                         return 0
@@ -149,6 +151,10 @@ def open_sink(out: str, batch_size: int) -> Sink:
 def _sink(out: str, batch_size: int) -> Sink:
     if out == "-":
         return StdoutSink()
+    if "://" in out:  # a broker (docs/delivery.md, Brokers): its module loads only here
+        from publisher.delivery.broker import broker_sink
+
+        return broker_sink(out, batch_size)
     # Absolute: Spark's executors spill beside it, maybe from another working directory.
     path = Path(out).absolute()
     if path.suffix == ".xml":

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from publisher.cycle import CycleReport, run_cycle
 from publisher.delivery.lock import PublisherLock, lock_name
-from publisher.delivery.sinks import DirectorySink, StdoutSink, open_sink
+from publisher.delivery.sinks import FileSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
 from publisher.service.logs import log
 from publisher.service.metrics import Metrics
@@ -50,8 +50,8 @@ class PollingService:
                  triggerless: TriggerlessOptions | None = None) -> None:
         self.settings, self.options, self.triggerless = settings, options, triggerless
         self.sink = open_sink(out, settings.batch_size)
-        if not isinstance(self.sink, (DirectorySink, StdoutSink)):
-            raise ConfigError("poll writes to a directory or to standard output (-)")
+        if isinstance(self.sink, FileSink):
+            raise ConfigError("poll writes to a directory, a broker or standard output (-), not one file")
         self.stopping = threading.Event()
         self.wake = threading.Event()  # ends the pause between polls early
         self.metrics = Metrics()
