@@ -1,6 +1,7 @@
 """Delivery to RabbitMQ and to NATS JetStream against the directory sink, in the same run.
 
     python3 bench/brokers.py [--rows 1000000] [--burst 20000] [--only burst|backlog] [--keep]
+        [--url postgresql+psycopg://root@127.0.0.1:5432/test]
 
 It makes, each with a name of its own, a topic exchange in RabbitMQ (127.0.0.1:5672, guest)
 with a durable queue bound to it, and a JetStream stream in NATS (127.0.0.1:4222; file
@@ -147,13 +148,15 @@ def burst(args: argparse.Namespace, brokers: Brokers, work: Path) -> dict[str, f
     return rates
 
 
-def reset(conn: psycopg.Connection, log: str) -> None:
+def reset(conninfo: str, log: str) -> None:
     """Every row pending again, in a table rewritten, as the first export found it."""
-    conn.execute(f"UPDATE {log} SET status = 'N' WHERE status <> 'N'")
-    conn.execute(f"VACUUM FULL ANALYZE {log}")
+    # A connection each time: none idle for minutes, which a test killing sessions would end.
+    with psycopg.connect(conninfo, autocommit=True) as conn:  # VACUUM runs outside a transaction
+        conn.execute(f"UPDATE {log} SET status = 'N' WHERE status <> 'N'")
+        conn.execute(f"VACUUM FULL ANALYZE {log}")
 
 
-def backlog_exports(args: argparse.Namespace, brokers: Brokers, work: Path, conn: psycopg.Connection,
+def backlog_exports(args: argparse.Namespace, brokers: Brokers, work: Path, conninfo: str,
                     schema: str) -> dict[int, dict[str, float]]:
     """Cycle seconds of the backlog's export, by batch size and sink."""
     log = f"{schema}.indirect_process"
@@ -161,7 +164,7 @@ def backlog_exports(args: argparse.Namespace, brokers: Brokers, work: Path, conn
     for batch_size in BATCH_SIZES:
         cycles[batch_size], counts = {}, {}
         for sink in SINKS:
-            reset(conn, log)
+            reset(conninfo, log)
             folder = work / f"backlog-{batch_size}-{sink}"
             print(f"  {sink}, --batch-size {batch_size}:")
             cycle, _, wall, _, _ = scale.timed_export(
@@ -209,7 +212,6 @@ def main() -> None:
     schema = f"xb_{uuid.uuid4().hex[:8]}"
     # psycopg takes the libpq form of the URL, without SQLAlchemy's +driver.
     conninfo = sa.engine.make_url(args.url).set(drivername="postgresql").render_as_string(False)
-    conn = psycopg.connect(conninfo, autocommit=True)  # VACUUM runs outside a transaction
     lines = []
     try:
         if args.only != "backlog":
@@ -220,7 +222,7 @@ def main() -> None:
             objects = max(1, args.rows // 10)
             scale.backlog.load(args.url, schema, args.rows, objects, args.seed)
             print(f"backlog of {args.rows} rows over {objects} objects, xdspub export:")
-            cycles = backlog_exports(args, brokers, work, conn, schema)
+            cycles = backlog_exports(args, brokers, work, conninfo, schema)
             for batch_size, figures in cycles.items():
                 lines.append(ratio_line(f"backlog, --batch-size {batch_size}", "cycle s", figures,
                                         TARGETS[batch_size], ".2f"))
@@ -230,7 +232,7 @@ def main() -> None:
             print(f"kept: exchange and queue {brokers.queue}, stream {brokers.stream}")
         else:
             brokers.remove()
-        scale.clean_up(conn, schema, work, args.keep)
+        scale.clean_up(psycopg.connect(conninfo, autocommit=True), schema, work, args.keep)
 
 
 if __name__ == "__main__":
