@@ -148,25 +148,35 @@ def run(name: str, command: list[str], logs: Path) -> tuple[float, int, str]:
     return wall, peak, stderr
 
 
+def timed_export(
+    url: str, schema: str, log: str, out: str, batch_size: int, logs: Path
+) -> tuple[float, float, float, int, int]:
+    """`xdspub export` of the backlog to ``out`` (a folder or a broker URL), its output
+    and standard error kept at ``logs``: cycle and Spark start (from its timing line), wall
+    seconds, peak KiB, and commands (from its summary)."""
+    wall, peak, stderr = run("xdspub export", [
+        sys.executable, "-m", "publisher", "export", "--db", url, "--schema", schema,
+        "--log-table", log, "--out", out, "--batch-size", str(batch_size),
+        "--small-cycle-rows", "0"], logs)  # the Spark plan, whatever the backlog's size
+    timing, summary = TIMING.search(stderr), SUMMARY.search(stderr)
+    if timing is None or summary is None:
+        sys.exit(f"no summary or timing line in the export's standard error:\n{stderr[-2000:]}")
+    return float(timing[2]), float(timing[1]), wall, peak, int(summary[1])
+
+
 def export(
     args: argparse.Namespace, schema: str, log: str, out: Path, ceiling: Ceiling
 ) -> tuple[float, float, float, int, float]:
     """`xdspub export` of the backlog to ``out``: cycle and Spark start (from its timing
     line), wall seconds, peak KiB, and its cycle against the ceiling of the same commands."""
-    wall, peak, stderr = run("xdspub export", [
-        sys.executable, "-m", "publisher", "export", "--db", args.url, "--schema", schema,
-        "--log-table", log, "--out", str(out), "--batch-size", str(args.batch_size),
-        "--small-cycle-rows", "0"], out)  # the Spark plan, whatever the backlog's size
-    timing, summary = TIMING.search(stderr), SUMMARY.search(stderr)
-    if timing is None or summary is None:
-        sys.exit(f"no summary or timing line in the export's standard error:\n{stderr[-2000:]}")
-    cycle, commands = float(timing[2]), int(summary[1])
+    cycle, start, wall, peak, commands = timed_export(
+        args.url, schema, log, str(out), args.batch_size, out)
     cores = os.cpu_count() or 1
     render, whole = ceiling.of(commands, cores)
     print(f"  ceiling: COPY {ceiling.copy:.2f} s + lxml for {commands} commands on {cores} "
           f"cores {render:.2f} s + UPDATE {ceiling.update:.2f} s = {whole:.2f} s; "
           f"cycle / ceiling: {cycle / whole:.2f}")
-    return cycle, float(timing[1]), wall, peak, cycle / whole
+    return cycle, start, wall, peak, cycle / whole
 
 
 def statuses(conn: psycopg.Connection, log: str) -> list[tuple[int, str]]:

@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -40,6 +43,74 @@ def wait(condition, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@dataclass(frozen=True)
+class Polled:
+    """A schema of its own with the sample per-field triggers, and `xdspub poll` on it."""
+
+    engine: sa.Engine
+    schema: str
+
+    @property
+    def usr(self) -> str:
+        return f"{self.schema}.usr"
+
+    @property
+    def log(self) -> str:
+        return f"{self.schema}.indirect_process"
+
+    def drained(self) -> bool:
+        with self.engine.connect() as conn:
+            return not conn.execute(sa.text(f"SELECT count(*) FROM {self.log} WHERE status = 'N'")).scalar()
+
+    def warm_up(self) -> None:
+        """One change through a whole cycle, so the Python workers are warm too."""
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(f"INSERT INTO {self.usr} (idu, fname) VALUES (0, 'warm')"))
+        wait(self.drained, 180, "the warm-up change to be published")
+
+    def burst(self, first: int, count: int) -> float:
+        """Seconds from the commit of ``count`` changes at once (idu from ``first``) until
+        the service has published them all."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.text(f"INSERT INTO {self.usr} (idu, fname) VALUES (:n, :f)"),
+                [{"n": n, "f": f"b{n}"} for n in range(first, first + count)],
+            )
+        started = time.monotonic()
+        wait(self.drained, 1800, "the burst to be published")
+        return time.monotonic() - started
+
+
+@contextmanager
+def polling(url: str, out: str, log_path: Path, wake: bool = True) -> Iterator[Polled]:
+    """`xdspub poll` at Polling Interval 1, one document per command, to ``out`` (a folder
+    or a broker URL), its standard error at ``log_path``, on a schema made for it (with the
+    event log's wake-up trigger unless not ``wake``); the service stopped and the schema
+    dropped at the end."""
+    schema = f"xb_{uuid.uuid4().hex[:8]}"
+    engine, dialect = connect(url)
+    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="field", wake=wake)
+    with open(log_path, "wb") as stderr:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "publisher", "poll", "--db", url, "--schema", schema,
+             "--out", out, "--interval", "1", "--publisher-user", "xdspub"],
+            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+        )
+    try:
+        wait(lambda: "lock acquired" in log_path.read_text() or service.poll() is not None,
+             180, "the service to start")
+        if service.poll() is not None:
+            raise SystemExit(f"the service exited {service.returncode}; its standard error ends:\n"
+                             + "\n".join(log_path.read_text().splitlines()[-20:]))
+        yield Polled(engine, schema)
+    finally:
+        os.killpg(service.pid, signal.SIGTERM)
+        service.wait(timeout=120)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        engine.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="postgresql+psycopg://root@127.0.0.1:5432/test")
@@ -51,23 +122,10 @@ def main() -> None:
     parser.add_argument("--no-wake", action="store_true", help="no wake-up trigger: the service only polls")
     args = parser.parse_args()
 
-    schema = f"xb_{uuid.uuid4().hex[:8]}"
-    engine, dialect = connect(args.url)
-    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="field", wake=not args.no_wake)
     out = Path(tempfile.mkdtemp(prefix="xdspub-latency-", dir=args.out_parent))
-    log_path = out.with_suffix(".log")
-    service = subprocess.Popen(
-        [sys.executable, "-m", "publisher", "poll", "--db", args.url, "--schema", schema,
-         "--out", str(out), "--interval", "1", "--publisher-user", "xdspub"],
-        stdout=subprocess.DEVNULL, stderr=open(log_path, "wb"), start_new_session=True,
-    )
-    usr, log = f"{schema}.usr", f"{schema}.indirect_process"
-    try:
-        wait(lambda: "lock acquired" in log_path.read_text(), 180, "the service to start")
-        # One change through a whole cycle first, so the Python workers are warm too.
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"INSERT INTO {usr} (idu, fname) VALUES (0, 'warm')"))
-        wait(lambda: any(out.glob("*.xml")), 180, "the warm-up document")
+    with polling(args.url, str(out), out.with_suffix(".log"), wake=not args.no_wake) as polled:
+        polled.warm_up()
+        engine, usr, log = polled.engine, polled.usr, polled.log
 
         committed: dict[int, float] = {}
         started = time.monotonic()
@@ -87,28 +145,9 @@ def main() -> None:
         print(f"latency over {len(latencies)} changes at {args.rate:g}/s, Polling Interval 1, {waking}: "
               f"median {statistics.median(latencies):.2f} s, p99 {p99:.2f} s, max {latencies[-1]:.2f} s")
 
-        base = args.changes + 1
-        with engine.begin() as conn:
-            conn.execute(
-                sa.text(f"INSERT INTO {usr} (idu, fname) VALUES (:n, :f)"),
-                [{"n": n, "f": f"b{n}"} for n in range(base, base + args.burst)],
-            )
-        burst_start = time.monotonic()
-
-        def drained() -> bool:
-            with engine.connect() as conn:
-                return not conn.execute(sa.text(f"SELECT count(*) FROM {log} WHERE status = 'N'")).scalar()
-
-        wait(drained, 1800, "the burst to be published")
-        seconds = time.monotonic() - burst_start
+        seconds = polled.burst(args.changes + 1, args.burst)
         print(f"burst of {args.burst} trigger-made changes published in {seconds:.1f} s: "
               f"{args.burst / seconds:.0f} changes/s sustained")
-    finally:
-        os.killpg(service.pid, signal.SIGTERM)
-        service.wait(timeout=120)
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-        engine.dispose()
 
 
 if __name__ == "__main__":
