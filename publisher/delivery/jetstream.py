@@ -123,7 +123,8 @@ class _Acknowledged:
                                f"server's max_payload ({self.connection.max_payload:,}): a smaller --batch-size")
                     break
                 sent += 1
-            await self.connection.flush(timeout=int(ACK_TIMEOUT))
+            # Every PubAck, not nats-py's flush: its PONG is not failed when the connection
+            # is lost, so it would wait out its timeout.
             await self._room(0)
         except (nats.errors.Error, OSError, asyncio.TimeoutError) as exc:
             self._fail(_reason(exc))
