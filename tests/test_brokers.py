@@ -562,8 +562,6 @@ def test_a_full_jetstream_stream_fails_the_export_then_with_room_holds_each_docu
     assert_delivered_as(jetstream.stored(stream), expected)  # the first two dropped as repeats
 
 
-@pytest.mark.xfail(strict=True, reason="pipelined sends: documents after a refused one are stored "
-                   "before it, and its retry comes after them (reported with issue 25)")
 def test_a_document_refused_between_stored_ones_keeps_each_objects_order(sample_db, jetstream, tmp_path):
     sample_db.log(("idu=1", 1, "usr", "fname", None, "x" * 5000),  # too big for the stream
                   *((f"idu={i}", 1, "usr", "fname", None, "v") for i in range(2, 6)),
@@ -713,10 +711,11 @@ def test_kill_9_of_the_service_four_times_loses_no_change_and_stores_no_duplicat
     extra = ("--query-limit", "16", "--batch-size", "2")
     documents = rows // 2
 
-    # First, surely: killed with a cycle's documents stored, their PubAcks held back.
+    # First, surely: killed with documents stored, their PubAcks held back (the sink sends
+    # one at a time until one is stored, then the rest, docs/delivery.md, Brokers).
     proxy = proxies(4222, hold_after=1024)
     poll = Poll(sample_db, jetstream.url(stream, subject, proxy.address), tmp_path / "held.log", *extra)
-    poll.wait_for(lambda: jetstream.count(stream) == 8, "a cycle's documents stored")
+    poll.wait_for(lambda: jetstream.count(stream) >= 1, "a cycle's first document stored")
     poll.kill()
     assert set(sample_db.statuses().values()) == {"N"}
 

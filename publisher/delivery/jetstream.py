@@ -24,6 +24,7 @@ from publisher.delivery.broker import ACK_TIMEOUT, HEADER, IN_FLIGHT, BrokerSink
 from publisher.errors import BrokerUnreachable, ConfigError, SinkError
 
 _PARAMETERS = ("stream",)
+_WRONG_LAST_MSG_ID = 10071  # JetStream's error code: Nats-Expected-Last-Msg-Id not met
 # What a subject token cannot hold: a class name's such characters become _ in {class}.
 _NOT_IN_TOKEN = re.compile(r"[\s.*>]")
 
@@ -97,11 +98,18 @@ class Sink(BrokerSink):
 
 class _Acknowledged:
     """One send: messages published in order, each with its own reply subject, at most
-    IN_FLIGHT without their PubAck; the first failure ends it."""
+    IN_FLIGHT without their PubAck; the first failure ends it.
+
+    Order across a refusal: once one message of the send is stored, each next one asks
+    the stream to store it only after the one before it (``Nats-Expected-Last-Msg-Id``),
+    so a message the stream refuses stops every later one, and a retry stores them in
+    order. Until then (the messages a retry sends again, each dropped as a repeat) they go
+    one at a time: the stream's last message is not known to be the one before."""
 
     def __init__(self, connection, url: BrokerUrl) -> None:
         self.connection, self.url = connection, url
         self.waiting: dict[int, str] = {}  # message number: document name
+        self.stored = False  # a message of this send was stored, not dropped as a repeat
         self.failure: str | None = None
         self.changed = asyncio.Event()  # a PubAck came, or a failure
         self.progress = time.monotonic()
@@ -109,12 +117,14 @@ class _Acknowledged:
     async def send(self, messages: Iterator[Message]) -> int:
         inbox = self.connection.new_inbox()
         await self.connection.subscribe(f"{inbox}.*", cb=self._acknowledged)
-        sent = 0
+        sent, previous = 0, None
         try:
             for message in messages:
-                await self._room(IN_FLIGHT - 1)
+                await self._room(IN_FLIGHT - 1 if self.stored else 0)
                 self.waiting[sent] = message.name
                 headers = {"Nats-Msg-Id": message.message_id, "Content-Type": "application/xml", **message.headers()}
+                if self.stored:
+                    headers["Nats-Expected-Last-Msg-Id"] = previous
                 try:
                     await self.connection.publish(message.routed(self.url.path, subject_token), message.body,
                                                   reply=f"{inbox}.{sent}", headers=headers)
@@ -122,7 +132,7 @@ class _Acknowledged:
                     self._fail(f"document {message.name} is {len(message.body):,} bytes, more than the "
                                f"server's max_payload ({self.connection.max_payload:,}): a smaller --batch-size")
                     break
-                sent += 1
+                sent, previous = sent + 1, message.message_id
             # Every PubAck, not nats-py's flush: its PONG is not failed when the connection
             # is lost, so it would wait out its timeout.
             await self._room(0)
@@ -161,7 +171,13 @@ class _Acknowledged:
             except ValueError:
                 answer = {"error": {"description": f"an answer that is not a PubAck: {reply.data[:80]!r}"}}
             if "error" in answer:
-                self._fail(f"the stream refused document {name}: {answer['error'].get('description')}")
+                error = answer["error"]
+                why = error.get("description")
+                if error.get("err_code") == _WRONG_LAST_MSG_ID:
+                    why = f"{why} (the document before it was not stored, or another publisher writes to the stream)"
+                self._fail(f"the stream refused document {name}: {why}")
+            elif not answer.get("duplicate"):
+                self.stored = True
         self.changed.set()
 
     def _fail(self, why: str) -> None:
