@@ -112,11 +112,6 @@ class Brokers:
         asyncio.run(self._jetstream(lambda js: js.delete_stream(self.stream)))
 
 
-def delivered(brokers: Brokers, folder: Path, sink: str) -> int:
-    """How many documents ``sink`` holds: the folder's files, or the broker's messages."""
-    return len(list(folder.glob("*.xml"))) if sink == DIRECTORY else brokers.counts()[sink]
-
-
 def out_of(brokers: Brokers, folder: Path, sink: str) -> str:
     return str(folder) if sink == DIRECTORY else brokers.urls[sink]
 
@@ -137,15 +132,23 @@ def burst(args: argparse.Namespace, brokers: Brokers, work: Path) -> dict[str, f
             polled.warm_up()
             seconds = polled.burst(1, args.burst)
         rates[sink] = args.burst / seconds
-        counts[sink] = delivered(brokers, folder, sink)
+        counts[sink] = cleared(brokers, folder, sink)
         print(f"  {sink}: {args.burst} changes published in {seconds:.2f} s, {rates[sink]:,.0f} changes/s; "
               f"{counts[sink]} documents (the warm-up's with them)")
-        if sink == DIRECTORY:
-            shutil.rmtree(folder)
-        else:
-            brokers.empty()
     checked(counts, "burst")
     return rates
+
+
+def cleared(brokers: Brokers, folder: Path, sink: str) -> int:
+    """How many documents ``sink`` holds (the folder's files, or the broker's messages),
+    then removed for the next run."""
+    if sink == DIRECTORY:
+        count = len(list(folder.glob("*.xml")))
+        shutil.rmtree(folder)
+    else:
+        count = brokers.counts()[sink]
+        brokers.empty()
+    return count
 
 
 def reset(conninfo: str, log: str) -> None:
@@ -170,15 +173,11 @@ def backlog_exports(args: argparse.Namespace, brokers: Brokers, work: Path, conn
             cycle, _, wall, _, _ = scale.timed_export(
                 args.url, schema, log, out_of(brokers, folder, sink), batch_size, folder)
             cycles[batch_size][sink] = cycle
-            counts[sink] = delivered(brokers, folder, sink)
+            counts[sink] = cleared(brokers, folder, sink)
             # the phase that differs between sinks; the others are the same work, and vary
             writing = WRITING.search(folder.with_suffix(".err").read_text())
             print(f"    cycle {cycle:.2f} s, of which writing documents {writing[1] if writing else '?'} s; "
                   f"wall {wall:.2f} s; {counts[sink]} documents")
-            if sink == DIRECTORY:
-                shutil.rmtree(folder)
-            else:
-                brokers.empty()
         checked(counts, f"backlog at --batch-size {batch_size}")
     return cycles
 
