@@ -121,6 +121,8 @@ class _Acknowledged:
         try:
             for message in messages:
                 await self._room(IN_FLIGHT - 1 if self.stored else 0)
+                if self.failure is not None:
+                    break
                 self.waiting[sent] = message.name
                 headers = {"Nats-Msg-Id": message.message_id, "Content-Type": "application/xml", **message.headers()}
                 if self.stored:
@@ -143,7 +145,7 @@ class _Acknowledged:
         return sent
 
     async def _room(self, most: int) -> None:
-        """Until at most ``most`` messages wait for their PubAck (or a failure)."""
+        """Until at most ``most`` messages wait for their PubAck, or a failure."""
         while len(self.waiting) > most and self.failure is None:
             self.changed.clear()
             try:
@@ -153,8 +155,6 @@ class _Acknowledged:
                     self._fail("the connection was closed")
                 elif time.monotonic() - self.progress > ACK_TIMEOUT:
                     self._fail(f"no PubAck for {ACK_TIMEOUT:.0f} s")
-        if self.failure is not None:
-            raise SinkError(f"NATS at {self.url.shown}: {self.failure}; no row was marked")
 
     async def _acknowledged(self, reply) -> None:
         number = int(reply.subject.rsplit(".", 1)[1])

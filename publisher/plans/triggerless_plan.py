@@ -17,7 +17,7 @@ import time
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from functools import reduce
+from functools import cache, reduce
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -108,8 +108,13 @@ def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema, r
 def range_names(ranges: CopyRanges) -> list[str]:
     """Each range read's name in the state: a digest of its statement (the table, columns
     and bounds) and of xdspub's version, whose objects of the same rows may differ."""
-    salt = f"{version('xdspub')}\0".encode()
+    salt = _version_salt()
     return [hashlib.blake2b(salt + statement.encode(), digest_size=16).hexdigest() for statement in ranges.statements]
+
+
+@cache
+def _version_salt() -> bytes:
+    return f"{version('xdspub')}\0".encode()
 
 
 def _digested(ranges: CopyRanges, indices: list[int], names: list[str], known: dict[str, str], body: Body) -> Rows:
@@ -243,22 +248,25 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     digested = all(isinstance(read, CopyRanges) for read, *_ in reads)
     known = previous.reads.get(table.name, {}) if digested and startup is None else {}
 
-    def read_jobs(indices_of: Callable[[CopyRanges, list[str]], list[int]], known: dict[str, str]) -> list[DataFrame]:
+    def read_jobs(wanted: set[str] | None, known: dict[str, str]) -> list[DataFrame]:
+        """A job a read: of every range (``wanted`` None), or of the ranges named."""
         jobs = []
         for read, body, kind, schema in reads:
             if isinstance(read, CopyRanges):
                 names = range_names(read)
-                indices = indices_of(read, names)
+                indices = [i for i, name in enumerate(names) if wanted is None or name in wanted]
                 if not indices:
                     continue
                 df = _numbers(spark, len(indices))
                 rows_of = _digested(read, indices, names, known, body)
-            else:
+            elif wanted is None:
                 df, rows_of = _undigested(read, body, spark)
+            else:
+                continue
             jobs.append(df.mapInArrow(_bucket_writer(str(work), buckets, kind, schema, rows_of), EXCHANGED.ddl))
         return jobs
 
-    reports = read_jobs(lambda read, _names: list(range(len(read))), known)
+    reports = read_jobs(None, known)
     old_files = [str(path) for path in previous.files(table.name)]
     # The previous cycle's parts are in this cycle's buckets when it had as many: each
     # comparing task reads its own part, and the state is not read twice.
@@ -276,7 +284,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         return ComparedClass(objects, [], Counter(), lambda _first_id, _local_time: [], unchanged=True)
     unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
     if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
-        written += _collected(read_jobs(lambda _read, names: [i for i, n in enumerate(names) if n in unchanged], {}))
+        written += _collected(read_jobs(unchanged, {}))
     files: dict[tuple[str, int], list[str]] = defaultdict(list)
     for report in written:
         if report.path is not None:
