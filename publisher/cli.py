@@ -86,6 +86,19 @@ def _tables_option(help_text: str, name: str = "tables") -> Callable:
                    metavar="T[,T...]", help=help_text)
 
 
+def _columns_option(flag: str, help_text: str) -> Callable:
+    """--exclude-columns, --hash-columns: TABLE.COLUMN[,TABLE.COLUMN...] (repeatable)."""
+    return _option(flag, multiple=True, type=_TableNames(), callback=_table_names,
+                   metavar="T.C[,T.C...]", help=help_text)
+
+
+exclude_columns_option = _columns_option(
+    "--exclude-columns", "Columns never read, published nor logged (repeatable).")
+hash_columns_option = _columns_option(
+    "--hash-columns", "Columns published as a keyed SHA-256 of their value; the key from "
+    "XDSPUB_HASH_KEY or the --config file's hash_key (repeatable).")
+
+
 config_option = click.option(
     "--config",
     type=click.Path(dir_okay=False),
@@ -123,6 +136,11 @@ def publishing_options(command: Callable) -> Callable:
             _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
                     help="Commands per XDS document (directory output)."),
             _option("--dry-run", is_flag=True, help="Write the output, leave the statuses."),
+            exclude_columns_option,
+            hash_columns_option,
+            _option("--lineage", type=click.Path(),
+                    help="FILE or DIR: one JSON line per consumed row, naming the document "
+                    "that carried it or the rule that consumed it."),
             _option("--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024,
                     show_default=True,
                     help="Longest table_key or value published, in characters; longer: E."),

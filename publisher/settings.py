@@ -33,6 +33,13 @@ class Settings:
     # Table selection (--tables): only these classes, with their child tables, are
     # published; empty: every class of the schema.
     tables: tuple[str, ...] = ()
+    # Column policy (docs/parameters.md, Column policy): TABLE.COLUMN names never read nor
+    # published, and those published as a keyed SHA-256 of their value.
+    exclude_columns: tuple[str, ...] = ()
+    hash_columns: tuple[str, ...] = ()
+    # The lineage record (docs/delivery.md, Lineage): a file or directory that gets one
+    # JSON line per consumed row; None: none kept.
+    lineage: str | None = None
 
     def __post_init__(self) -> None:
         # The schema is in every association, the log's name in SQL: neither may hold a

@@ -41,6 +41,13 @@ KeyPairs = list[tuple[str, str]]
 ReadBack = Callable[[], tuple["list[Cell] | None", dict[str, str]]]
 Statuses = dict[int, tuple[str, "str | None"]]  # record_id: (letter, reason)
 
+# Why a live row was consumed without joining a command (docs/reduction.md); `xdspub
+# explain` and the lineage record name them.
+QUERY_BACK_BEATS_FIELD = "query-back beats field"
+ROW_BEATS_FIELD = "row beats field"
+BEFORE_A_DELETE = "before a delete"
+VANISHED = "query-back of a vanished row"
+
 
 @dataclass(slots=True)
 class Event:
@@ -57,6 +64,8 @@ class Event:
     ord_time: float = 0.0  # processing order is (ord_time, record_id)
     error: str | None = None  # the row read back cannot be published
     superseded: bool = False  # consumed (S) without publishing
+    rule: str | None = None  # why it was superseded (QUERY_BACK_BEATS_FIELD ...)
+    superseded_by: int | None = None  # the record_id of the event that superseded it
     cells: list[Cell] | None = None  # query-back: the row read back (None: vanished, or not read)
     class_name: str = ""  # the class the row publishes (a child table's is its parent)
 
@@ -233,7 +242,7 @@ def _runs(
             # Before a delete the row is gone, and a vanished row has no effect either:
             # such an event is consumed, supersedes nothing and joins no run.
             if index < last_delete:
-                e.superseded = True
+                _supersede(e, BEFORE_A_DELETE, events[last_delete])
                 continue
             e.cells, errors = read()
             whole_row = e.event_type in ev.ROW_QUERY_BACK
@@ -241,17 +250,22 @@ def _runs(
             if e.error:
                 continue
             if e.cells is None:
-                e.superseded = True
+                _supersede(e, VANISHED, None)
                 continue
         if index > last_delete:
             effective.append(e)
-    row_qb = any(e.event_type in ev.ROW_QUERY_BACK for e in effective)
-    field_qb = {e.column_name for e in effective if e.event_type in ev.FIELD_QUERY_BACK}
+    # The first of each kind of query-back is what supersedes (docs/reduction.md).
+    row_qb = next((e for e in effective if e.event_type in ev.ROW_QUERY_BACK), None)
+    field_qb: dict[str | None, Event] = {}
+    for e in effective:
+        if e.event_type in ev.FIELD_QUERY_BACK:
+            field_qb.setdefault(e.column_name, e)
     for e in effective:  # precedence acts after the last delete (docs/reduction.md)
-        if e.event_type in ev.FIELD_NON_QUERY_BACK:
-            e.superseded = row_qb or e.column_name in field_qb
-        elif e.event_type in ev.FIELD_QUERY_BACK:
-            e.superseded = row_qb
+        if e.event_type in ev.FIELD_NON_QUERY_BACK or e.event_type in ev.FIELD_QUERY_BACK:
+            if row_qb is not None:
+                _supersede(e, ROW_BEATS_FIELD, row_qb)
+            elif e.event_type in ev.FIELD_NON_QUERY_BACK and e.column_name in field_qb:
+                _supersede(e, QUERY_BACK_BEATS_FIELD, field_qb[e.column_name])
     runs: list[tuple[CommandKind, list[Event]]] = []
     for e in events:
         if e.error:
@@ -270,6 +284,11 @@ def _runs(
             else:
                 runs.append((kind, [e]))
     return runs
+
+
+def _supersede(event: Event, rule: str, by: Event | None) -> None:
+    event.superseded, event.rule = True, rule
+    event.superseded_by = None if by is None else by.record_id
 
 
 def _attrs_of(table: Table, kind: CommandKind, run: list[Event]) -> tuple[Attr, ...]:
