@@ -218,15 +218,24 @@ def object_commands(
     """One object's live events, in processing order, as its commands (docs/reduction.md);
     every event's status into ``statuses``. A modify left without attributes is not sent
     (e.g. a query-back of a vanished row)."""
-    commands = []
+    return [command for command, _ in object_runs(table, schema, events, read, statuses) if command]
+
+
+def object_runs(
+    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses
+) -> list[tuple[Command | None, list[Event]]]:
+    """object_commands with the events each command carries; None for a run whose modify
+    has no attribute and is not sent (its events publish nothing)."""
+    runs = []
     for kind, run in _runs(table, events, read, statuses):
         attrs = _attrs_of(table, kind, run)
         if kind == CommandKind.MODIFY and not attrs:
+            runs.append((None, run))
             continue
         head = run[0]
         where = association(head.canonical_key, table.name, schema)
-        commands.append(Command(kind, table.name, head.record_id, where, attrs, head.ord_time))
-    return commands
+        runs.append((Command(kind, table.name, head.record_id, where, attrs, head.ord_time), run))
+    return runs
 
 
 def _runs(
