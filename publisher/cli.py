@@ -432,6 +432,46 @@ def poll(
     click.get_current_context().exit(service.run())
 
 
+@cli.command()
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@click.argument("record_ids", nargs=-1, type=click.IntRange(min=0), metavar="[RECORD_ID ...]")
+@click.option("--pending", is_flag=True, help="The pending rows (the default without RECORD_ID).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Lines for a terminal, or JSON lines for tools.")
+@_option("--publisher-user", help="Database user of the publisher (loopback).")
+@_option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes.")
+@_option("--future-events", is_flag=True, help="Order by event_time; future rows wait.")
+@_tables_option("Table selection: only these classes, with their child tables (repeatable).")
+@_option("--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024,
+         show_default=True, help="Longest table_key or value published, in characters; longer: E.")
+@_option("--time-syntax", type=click.IntRange(1, 3), default=1, show_default=True,
+         help="Date, time and timestamp values: 1 seconds since 1970, 2 canonical string, 3 java string.")
+@exclude_columns_option
+@hash_columns_option
+def explain(record_ids: tuple[int, ...], pending: bool, output_format: str, **options: Any) -> None:
+    """Say what a cycle would make of each row: the command that would carry it, or why it
+    would be consumed, superseded or refused; writes nothing (docs/explain.md)."""
+    import json
+
+    from publisher.explain import explain as run_explain, text_lines
+    from publisher.settings import Settings
+
+    rows = run_explain(Settings(**options), record_ids, pending or not record_ids)
+    if output_format == "json":
+        out = click.get_text_stream("stdout")
+        for row in rows:
+            out.write(json.dumps(row.as_json(), ensure_ascii=False) + "\n")
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=True)
+    for line in text_lines(rows):
+        console.print(line)
+
+
 def _utc_time(_ctx: click.Context, _param: click.Parameter, text: str | None) -> Any:
     """--before TIME: an ISO 8601 date and time, UTC unless it gives its offset (the event
     log's event_time is UTC), as a naive UTC datetime."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from functools import cached_property
 from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,6 +34,7 @@ from publisher.source.database import connect
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import (
     EventLog,
+    PendingBounds,
     open_event_log,
     pending_bounds,
     pending_read,
@@ -87,10 +89,10 @@ def run_cycle(
     progress: CycleProgress | None = None,
 ) -> CycleReport:
     """One cycle: the pending rows to documents in ``sink``, then their statuses."""
-    return _run(settings, _EventLogSource(settings, engine, dialect, log), sink, progress)
+    return _run(settings, EventLogSource(settings, engine, dialect, log), sink, progress)
 
 
-class _EventLogSource:
+class EventLogSource:
     """The event log: rows read through JDBC, query-back against the published schema,
     statuses written back."""
 
@@ -100,10 +102,13 @@ class _EventLogSource:
         self.loopback_user = loopback_user(
             settings.publisher_user, engine.url.username, settings.allow_loopback
         )
-        self.bounds = pending_bounds(engine, log, dialect, settings)
         sql = dialect.early_statuses
         early = sql is not None and not (settings.dry_run or settings.delete_processed)
         self.early = EarlyStatuses(engine, log, sql) if early else None
+
+    @cached_property
+    def bounds(self) -> PendingBounds:
+        return pending_bounds(self.engine, self.log, self.dialect, self.settings)
 
     def count(self) -> int:
         return self.bounds.rows

@@ -7,6 +7,7 @@ that cost."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -22,7 +23,7 @@ from publisher.settings import Settings
 BATCH_ROWS = 10_000  # rows per Arrow batch through the passes, as Spark's tasks get them
 
 
-def _batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
+def batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
     return iter(table.to_batches(BATCH_ROWS))
 
 
@@ -31,11 +32,22 @@ def _state(source: CycleSource, census: Census) -> Iterator[pa.RecordBatch]:
     of their child tables: read by key when few, else whole, as on Spark."""
     for table, part, keyed in state_reads(source.catalogue, census.wanted):
         rows = source.current_rows(part, part.key_columns, keyed)
-        yield from current_pass(source.catalogue, table, part)(_batches(rows))
+        yield from current_pass(source.catalogue, table, part)(batches(rows))
 
 
-def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> Reduced:
-    """The cycle's commands and statuses, computed in this process."""
+@dataclass(frozen=True)
+class DriverObjects:
+    """A cycle's rows classified (rows.CLASSIFIED), what the census learnt of them, and
+    the live ones with their objects' current rows in object order (rows.OBJECT_ROWS):
+    what the object pass takes."""
+
+    classified: list[pa.RecordBatch]
+    census: Census
+    objects: pa.Table
+
+
+def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> DriverObjects:
+    """The passes before the object pass, in this process."""
     phases.begin("reading and classifying")
     catalogue = source.catalogue
     classify = p.classify_rows(
@@ -43,16 +55,23 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     )
     census = Census()
     classified = []
-    for batch in classify(_batches(source.pending_rows())):
+    for batch in classify(batches(source.pending_rows())):
         census.add(batch)
         classified.append(batch)
     phases.begin("reducing and rendering", rows=census.rows)
     rows = map(p.object_rows, [*classified, *_state(source, census)])
     objects = p.in_object_order(pa.Table.from_batches(rows, OBJECT_ROWS.arrow))
+    return DriverObjects(classified, census, objects)
+
+
+def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> Reduced:
+    """The cycle's commands and statuses, computed in this process."""
+    found = objects_in_driver(settings, source, phases)
     commands, noted = [], []
-    for batch in object_pass(catalogue)(_batches(objects)):
+    for batch in object_pass(source.catalogue)(batches(found.objects)):
         rendered, notes = split_reduced(batch)
         commands.append(rendered)
         noted += notes
+    census = found.census
     return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]),
                    census.loopback, census.not_selected)

@@ -50,6 +50,42 @@ def _cell_rows(cells: pa.ListArray) -> list[tuple]:
     return list(zip(*(field.to_pylist() for field in part.flatten())))
 
 
+ObjectEvents = tuple[tuple[str, str], "list | None", list[Event]]
+
+
+def object_events(batches: Iterator[pa.RecordBatch]) -> Iterator[ObjectEvents]:
+    """Each object of rows.OBJECT_ROWS batches in object order (pipeline.in_object_order):
+    its (table_name, canonical_key), its current state's cells (None: no current row) and
+    its live events in processing order."""
+    current: tuple[str, str] | None = None
+    found: list | None = None  # the object's current row's cells (None: none read)
+    children: list = []  # its child tables' rows' cells
+    events: list[Event] = []
+    for batch in batches:
+        # Column by column: a dict per row costs more than the rules themselves.
+        column = batch.column
+        objects = zip(column("table_name").to_pylist(), column("canonical_key").to_pylist())
+        values = zip(*(column(name).to_pylist() for name in _EVENT_FIELDS))
+        state = column("found").to_pylist()
+        spans = pairwise(_cell_spans(column("cells")))
+        cell_rows = _cell_rows(column("cells"))
+        for obj, is_state, (start, end), event in zip(objects, state, spans, values):
+            if obj != current:
+                if events:
+                    yield current, _cells(found, children), events
+                current, found, children, events = obj, None, [], []
+            if is_state is not None:  # a current row, before the object's events
+                cells = cell_rows[start:end]
+                if not is_state:
+                    children += cells
+                elif found is None:  # a view's key may hold several rows: the first
+                    found = cells
+            else:
+                events.append(Event(*event))
+    if events:
+        yield current, _cells(found, children), events
+
+
 def object_pass(
     catalogue: Catalogue,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -87,36 +123,11 @@ def object_pass(
                 if letter != Status.DONE:
                     out.append(REDUCED.row(record_id=record_id, status=letter, reason=reason_text(reason)))
 
-        current: tuple[str, str] | None = None
-        found: list | None = None  # the object's current row's cells (None: none read)
-        children: list = []  # its child tables' rows' cells
-        events: list[Event] = []
-        for batch in batches:
-            # Column by column: a dict per row costs more than the rules themselves.
-            column = batch.column
-            objects = zip(column("table_name").to_pylist(), column("canonical_key").to_pylist())
-            values = zip(*(column(name).to_pylist() for name in _EVENT_FIELDS))
-            state = column("found").to_pylist()
-            spans = pairwise(_cell_spans(column("cells")))
-            cell_rows = _cell_rows(column("cells"))
-            for obj, is_state, (start, end), event in zip(objects, state, spans, values):
-                if obj != current:
-                    if events:
-                        publish(current, _cells(found, children), events)
-                    current, found, children, events = obj, None, [], []
-                if is_state is not None:  # a current row, before the object's events
-                    cells = cell_rows[start:end]
-                    if not is_state:
-                        children += cells
-                    elif found is None:  # a view's key may hold several rows: the first
-                        found = cells
-                else:
-                    events.append(Event(*event))
+        for obj, cells, events in object_events(batches):
+            publish(obj, cells, events)
             if len(out) >= _BATCH_ROWS:
                 yield REDUCED.batch(out)
                 out.clear()
-        if events:
-            publish(current, _cells(found, children), events)
         yield REDUCED.batch(out)
 
     return reduce_partition

@@ -3,6 +3,7 @@ driver or described for the Python workers to read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import pyarrow as pa
 import sqlalchemy as sa
@@ -64,16 +65,15 @@ def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> E
     return EventLog(table, by_role)
 
 
-def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Select:
-    """The pending rows of one cycle (rows.PENDING; docs/event-log.md); with a Query Limit,
-    the first in processing order. Spark does the ordering otherwise."""
+def _pending_columns(log: EventLog, dialect: Dialect, settings: Settings) -> list[sa.ColumnElement]:
+    """The rows.PENDING columns of event log rows, long texts cut past the Maximum Value
+    Length."""
     c = log.column
-    event_order = dialect.time_order(c("event_time"))
     longest = settings.max_value_length + 1
 
     def column(name: str) -> sa.ColumnElement:
         if name == "event_order":
-            return event_order.label(name)
+            return dialect.time_order(c("event_time")).label(name)
         role = _ROLES.get(name, name)
         value = c(role)
         if role == "table_key":
@@ -82,7 +82,15 @@ def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Se
             value = dialect.first_characters(value, longest)
         return value.label(name)
 
-    query = sa.select(*map(column, PENDING.names)).where(c("status") == Status.NEW)
+    return list(map(column, PENDING.names))
+
+
+def pending_select(log: EventLog, dialect: Dialect, settings: Settings) -> sa.Select:
+    """The pending rows of one cycle (rows.PENDING; docs/event-log.md); with a Query Limit,
+    the first in processing order. Spark does the ordering otherwise."""
+    c = log.column
+    event_order = dialect.time_order(c("event_time"))
+    query = sa.select(*_pending_columns(log, dialect, settings)).where(c("status") == Status.NEW)
     if settings.future_events:
         query = query.where(event_order <= dialect.time_order(dialect.now()))
     if not settings.query_limit:
@@ -147,15 +155,41 @@ def pending_rows(
 def selected_pending_rows(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> pa.Table:
     """The cycle's pending rows (rows.PENDING), through SQLAlchemy: any database."""
 
-    def value(name: str, value: object) -> object:
-        if name == "record_id" or value is None:
-            return value
-        return float(value) if name == "event_order" else database_text(value)
-
     with engine.connect() as conn:
         result = conn.execute(pending_select(log, dialect, settings)).mappings()
-        rows = [PENDING.row(**{name: value(name, v) for name, v in row.items()}) for row in result]
+        rows = [PENDING.row(**{name: _pending_value(name, v) for name, v in row.items()}) for row in result]
     return pa.Table.from_batches([PENDING.batch(rows)])
+
+
+def _pending_value(name: str, value: object) -> object:
+    """A rows.PENDING value as the database driver gave it: the texts as text."""
+    if name == "record_id" or value is None:
+        return value
+    return float(value) if name == "event_order" else database_text(value)
+
+
+def chosen_rows(
+    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, record_ids: Sequence[int], pending: bool
+) -> tuple[pa.Table, dict[int, str | None]]:
+    """The rows ``xdspub explain`` looks at (rows.PENDING): those of ``record_ids`` whatever
+    their status, and the pending ones with ``pending``; and each one's status as logged."""
+    c = log.column
+    wanted = []
+    if record_ids:
+        wanted.append(c("record_id").in_(sorted(set(record_ids))))
+    if pending:
+        wanted.append(c("status") == Status.NEW)
+    if not wanted:
+        return PENDING.arrow.empty_table(), {}
+    query = sa.select(*_pending_columns(log, dialect, settings), c("status").label("logged_status"))
+    query = query.where(sa.or_(*wanted)).order_by(c("record_id"))
+    with engine.connect() as conn:
+        result = conn.execute(query).mappings()
+        rows, logged = [], {}
+        for row in result:
+            logged[row["record_id"]] = None if row["logged_status"] is None else database_text(row["logged_status"])
+            rows.append(PENDING.row(**{name: _pending_value(name, row[name]) for name in PENDING.names}))
+    return pa.Table.from_batches([PENDING.batch(rows)]), logged
 
 
 def pending_probe(log: EventLog, dialect: Dialect, future_events: bool) -> sa.Select:

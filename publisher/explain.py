@@ -1,0 +1,239 @@
+"""``xdspub explain`` (docs/explain.md): what a cycle would make of chosen event log rows,
+row by row, without writing documents or statuses.
+
+The rows go through the driver plan's passes (plans/driver_plan.py) as a cycle's would;
+only the object pass differs: it keeps, for each live row, the command that carries it or
+the rule that consumed it (reduce/rules.py object_runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from textwrap import dedent
+
+import pyarrow as pa
+
+from publisher.cycle import EventLogSource
+from publisher.model import events as ev
+from publisher.model.commands import Command
+from publisher.model.statuses import Status, failure_reason, reason_text
+from publisher.plans import Phases
+from publisher.plans.driver_plan import batches, objects_in_driver
+from publisher.progress import Silent
+from publisher.reduce.query_back_state import read_back
+from publisher.reduce.rules import VANISHED, Event, Statuses, object_runs
+from publisher.reduce.selection import NOT_SELECTED
+from publisher.render.object_pass import object_events
+from publisher.render.xds import command_xml
+from publisher.report import CycleReport
+from publisher.settings import Settings
+from publisher.source.database import connect
+from publisher.source.event_log import chosen_rows, open_event_log
+
+
+class Fate:
+    """What becomes of a row (Explained.fate)."""
+
+    PUBLISHED = "published"  # in a command (W: with a warning)
+    SUPERSEDED = "superseded"  # consumed for another row's sake (Explained.rule)
+    VANISHED = "vanished"  # a query-back of a row that is gone
+    NOTHING_TO_SEND = "nothing to send"  # its modify has no attribute and is not sent
+    LOOPBACK = "loopback"  # the publisher's own change
+    NOT_SELECTED = "not selected"  # its table is left out of the selection
+    CONSUMED = "consumed"  # consumed unpublished on reading, for Explained.reason
+    ERROR = "error"  # E, for Explained.reason
+    NOT_FOUND = "not found"  # no row of that record_id
+
+
+@dataclass
+class Explained:
+    """One row's explanation. ``logged`` is its status in the event log now; a processed
+    row is explained as if pending (``as_if_pending``)."""
+
+    record_id: int
+    logged: str | None
+    table_name: str | None = None
+    table_key: str | None = None  # canonical where the row could be read
+    event_type: str | None = None
+    column_name: str | None = None
+    fate: str = Fate.NOT_FOUND
+    status: str | None = None  # the status the cycle would write
+    reason: str | None = None
+    rule: str | None = None
+    superseded_by: int | None = None
+    command: int | None = None  # 1-based, in the cycle's command order
+    kind: str | None = None
+    association: str | None = None
+    xml: str | None = None
+
+    @property
+    def as_if_pending(self) -> bool:
+        return self.logged not in (None, Status.NEW)
+
+    def as_json(self) -> dict:
+        line = {name: value for name, value in vars(self).items() if value is not None}
+        line["as_if_pending"] = self.as_if_pending
+        return line
+
+
+def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> list[Explained]:
+    """The rows of ``record_ids`` (whatever their status) and, with ``pending``, the pending
+    ones, each with its fate in a cycle over them alone, query-back read now; in record_id
+    order."""
+    settings = replace(settings, dry_run=True)
+    engine, dialect = connect(settings.db_url)
+    try:
+        log = open_event_log(engine, dialect, settings)
+        rows, logged = chosen_rows(engine, log, dialect, settings, record_ids, pending)
+        source = _ChosenRows(settings, engine, dialect, log, rows)
+        found = objects_in_driver(settings, source, Phases(CycleReport(), Silent()))
+        explained = {r: Explained(r, status) for r, status in logged.items()}
+        _describe(rows, explained)
+        for batch in found.classified:
+            _unpublished(batch, explained)
+        _reduced(source, found.objects, explained)
+    finally:
+        engine.dispose()
+    missing = (Explained(r, None) for r in set(record_ids) - set(explained))
+    return sorted([*explained.values(), *missing], key=lambda e: e.record_id)
+
+
+class _ChosenRows(EventLogSource):
+    """The event log with the chosen rows as its pending ones."""
+
+    def __init__(self, settings: Settings, engine, dialect, log, rows: pa.Table) -> None:
+        super().__init__(settings, engine, dialect, log)
+        self.rows = rows
+
+    def count(self) -> int:
+        return self.rows.num_rows
+
+    def pending_rows(self) -> pa.Table:
+        return self.rows
+
+
+def _describe(rows: pa.Table, explained: dict[int, Explained]) -> None:
+    """Each row as logged: its table, key, event type and column."""
+    names = ("record_id", "table_name", "table_key", "event_type_text", "column_name")
+    for record_id, table_name, table_key, event_type, column_name in zip(
+        *(rows[name].to_pylist() for name in names)
+    ):
+        row = explained[record_id]
+        row.table_name, row.table_key, row.column_name = table_name, table_key, column_name
+        row.event_type = _event_type(event_type)
+
+
+def _event_type(text: str | None) -> str | None:
+    try:
+        return f"{int(text)} {ev.EventType(int(text)).name.lower().replace('_', ' ')}"
+    except (TypeError, ValueError):
+        return text
+
+
+def _unpublished(batch: pa.RecordBatch, explained: dict[int, Explained]) -> None:
+    """The rows classification settles: loopback, not selected, E."""
+    for record_id, status, reason in zip(
+        *(batch.column(name).to_pylist() for name in ("record_id", "status", "reason"))
+    ):
+        if status is None:
+            continue
+        row = explained[record_id]
+        row.status, row.reason = status, reason
+        if status == Status.ERROR:
+            row.fate = Fate.ERROR
+        elif reason is None:
+            row.fate = Fate.LOOPBACK
+        else:
+            row.fate = Fate.NOT_SELECTED if reason == NOT_SELECTED else Fate.CONSUMED
+
+
+def _reduced(source: _ChosenRows, objects: pa.Table, explained: dict[int, Explained]) -> None:
+    """The live rows, object by object, as the object pass reduces them; the commands
+    numbered in the cycle's order (docs/reduction.md, Command order and event-id)."""
+    catalogue = source.catalogue
+    commands: list[tuple[Command, str, list[Event]]] = []
+    for (table_name, key), cells, events in object_events(batches(objects)):
+        for e in events:
+            row = explained[e.record_id]
+            row.table_name, row.table_key = table_name, key
+        statuses: Statuses = {}
+        try:
+            state = read_back(cells)
+            runs = object_runs(catalogue.tables[table_name], catalogue.schema, events, lambda: state, statuses)
+            shown = [(c, dedent(command_xml(c).decode()).strip(), run) for c, run in runs if c is not None]
+        except Exception as exc:  # as the object pass: its rows alone are E
+            reason = failure_reason(exc)
+            statuses = {e.record_id: (Status.ERROR, reason) for e in events}
+            runs, shown = [], []
+        commands += shown
+        sent = {id(run) for _, _, run in shown}
+        for _, run in runs:
+            for e in run:
+                if id(run) not in sent:
+                    explained[e.record_id].fate = Fate.NOTHING_TO_SEND
+        for e in events:
+            _settled(explained[e.record_id], e, *statuses[e.record_id])
+    commands.sort(key=lambda c: (c[0].ord_time, c[0].event_id))
+    for number, (command, xml, run) in enumerate(commands, 1):
+        for e in run:
+            row = explained[e.record_id]
+            row.fate, row.command, row.kind = Fate.PUBLISHED, number, str(command.kind)
+            row.association, row.xml = command.association, xml
+
+
+def _settled(row: Explained, event: Event, status: str, reason: str | None) -> None:
+    row.status = status
+    row.reason = None if reason is None else reason_text(reason)
+    if status == Status.ERROR:
+        row.fate = Fate.ERROR
+    elif event.rule is not None:
+        row.fate = Fate.VANISHED if event.rule == VANISHED else Fate.SUPERSEDED
+        row.rule, row.superseded_by = event.rule, event.superseded_by
+
+
+def text_lines(rows: Sequence[Explained]) -> Iterator[str]:
+    """The explanation for a terminal: a line per row (rich markup), each command shown
+    under the first row it carries."""
+    shown: set[int] = set()
+    processed = sum(row.as_if_pending for row in rows)
+    if processed:
+        yield (f"[yellow]{processed} of these rows were processed already: explained as if "
+               "pending, with query-back reading the rows as they are now[/]")
+    for row in rows:
+        head = f"[bold]#{row.record_id}[/]"
+        if row.fate == Fate.NOT_FOUND:
+            yield f"{head} [red]no such row in the event log[/]"
+            continue
+        what = " ".join(_escaped(part) for part in (row.table_name, row.table_key, row.event_type, row.column_name) if part)
+        logged = f" [dim](logged {row.logged}, as if pending)[/]" if row.as_if_pending else ""
+        yield f"{head} {what}{logged}"
+        yield f"    {_fate_text(row)}"
+        if row.command is not None and row.command not in shown:
+            shown.add(row.command)
+            yield from (f"      [dim]{_escaped(line)}[/]" for line in row.xml.splitlines())
+
+
+def _fate_text(row: Explained) -> str:
+    if row.fate == Fate.PUBLISHED:
+        warned = f" [yellow]with warning W: {_escaped(row.reason)}[/]" if row.status == Status.WARNED else ""
+        attribute = f", attribute {_escaped(row.column_name)}" if row.column_name else ""
+        return (f"[green]published in command {row.command}[/] ({row.kind} "
+                f"{_escaped(row.association)}{attribute}){warned}")
+    if row.fate == Fate.SUPERSEDED:
+        return f"superseded by #{row.superseded_by} ({row.rule})"
+    if row.fate == Fate.ERROR:
+        return f"[red]E: {_escaped(row.reason)}[/]"
+    if row.fate == Fate.CONSUMED:
+        return f"consumed unpublished: {_escaped(row.reason)}"
+    return {
+        Fate.VANISHED: "consumed: a query-back of a row that is gone (vanished)",
+        Fate.NOTHING_TO_SEND: "consumed: its modify has no attribute, and is not sent",
+        Fate.LOOPBACK: "consumed unpublished: loopback (the publisher's own change)",
+        Fate.NOT_SELECTED: "consumed unpublished: its table is not selected",
+    }[row.fate]
+
+
+def _escaped(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
