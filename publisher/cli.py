@@ -460,16 +460,19 @@ def explain(record_ids: tuple[int, ...], pending: bool, output_format: str, **op
     from publisher.settings import Settings
 
     rows = run_explain(Settings(**options), record_ids, pending or not record_ids)
+    out = click.get_text_stream("stdout")
     if output_format == "json":
-        out = click.get_text_stream("stdout")
-        for row in rows:
-            out.write(json.dumps(row.as_json(), ensure_ascii=False) + "\n")
+        out.writelines(json.dumps(row.as_json(), ensure_ascii=False) + "\n" for row in rows)
+        return
+    if not out.isatty():  # styles are for a terminal; rich costs much a line
+        out.writelines("".join(text for text, _ in line) + "\n" for line in text_lines(rows))
         return
     from rich.console import Console
+    from rich.text import Text
 
     console = Console(highlight=False, soft_wrap=True)
     for line in text_lines(rows):
-        console.print(line)
+        console.print(Text.assemble(*line))
 
 
 def _utc_time(_ctx: click.Context, _param: click.Parameter, text: str | None) -> Any:

@@ -191,49 +191,47 @@ def _settled(row: Explained, event: Event, status: str, reason: str | None) -> N
         row.rule, row.superseded_by = event.rule, event.superseded_by
 
 
-def text_lines(rows: Sequence[Explained]) -> Iterator[str]:
-    """The explanation for a terminal: a line per row (rich markup), each command shown
-    under the first row it carries."""
+Line = list[tuple[str, str]]  # (text, rich style; "" for none)
+
+
+def text_lines(rows: Sequence[Explained]) -> Iterator[Line]:
+    """The explanation for a terminal: lines of styled pieces, two a row, each command
+    shown under the first row it carries."""
     shown: set[int] = set()
     processed = sum(row.as_if_pending for row in rows)
     if processed:
-        yield (f"[yellow]{processed} of these rows were processed already: explained as if "
-               "pending, with query-back reading the rows as they are now[/]")
+        yield [(f"{processed} of these rows were processed already: explained as if pending, "
+                "with query-back reading the rows as they are now", "yellow")]
     for row in rows:
-        head = f"[bold]#{row.record_id}[/]"
+        head = (f"#{row.record_id}", "bold")
         if row.fate == Fate.NOT_FOUND:
-            yield f"{head} [red]no such row in the event log[/]"
+            yield [head, (" no such row in the event log", "red")]
             continue
-        what = " ".join(_escaped(part) for part in (row.table_name, row.table_key, row.event_type, row.column_name) if part)
-        logged = f" [dim](logged {row.logged}, as if pending)[/]" if row.as_if_pending else ""
-        yield f"{head} {what}{logged}"
-        yield f"    {_fate_text(row)}"
+        # As logged: a control character would drive the terminal, so escaped as reasons are.
+        what = reason_text(" ".join(p for p in (row.table_name, row.table_key, row.event_type, row.column_name) if p))
+        logged = [(f" (logged {row.logged}, as if pending)", "dim")] if row.as_if_pending else []
+        yield [head, (f" {what}", ""), *logged]
+        yield [("    ", ""), *_fate_text(row)]
         if row.command is not None and row.command not in shown:
             shown.add(row.command)
-            yield from (f"      [dim]{_escaped(line)}[/]" for line in row.xml.splitlines())
+            yield from ([(f"      {line}", "dim")] for line in row.xml.splitlines())
 
 
-def _fate_text(row: Explained) -> str:
+def _fate_text(row: Explained) -> Line:
     if row.fate == Fate.PUBLISHED:
-        warned = f" [yellow]with warning W: {_escaped(row.reason)}[/]" if row.status == Status.WARNED else ""
-        attribute = f", attribute {_escaped(row.column_name)}" if row.column_name else ""
-        return (f"[green]published in command {row.command}[/] ({row.kind} "
-                f"{_escaped(row.association)}{attribute}){warned}")
+        warned = [(f" with warning W: {row.reason}", "yellow")] if row.status == Status.WARNED else []
+        attribute = f", attribute {row.column_name}" if row.column_name else ""
+        return [(f"published in command {row.command}", "green"),
+                (f" ({row.kind} {row.association}{attribute})", ""), *warned]
     if row.fate == Fate.SUPERSEDED:
-        return f"superseded by #{row.superseded_by} ({row.rule})"
+        return [(f"superseded by #{row.superseded_by} ({row.rule})", "")]
     if row.fate == Fate.ERROR:
-        return f"[red]E: {_escaped(row.reason)}[/]"
+        return [(f"E: {row.reason}", "red")]
     if row.fate == Fate.CONSUMED:
-        return f"consumed unpublished: {_escaped(row.reason)}"
-    return {
+        return [(f"consumed unpublished: {row.reason}", "")]
+    return [({
         Fate.VANISHED: "consumed: a query-back of a row that is gone (vanished)",
         Fate.NOTHING_TO_SEND: "consumed: its modify has no attribute, and is not sent",
         Fate.LOOPBACK: "consumed unpublished: loopback (the publisher's own change)",
         Fate.NOT_SELECTED: "consumed unpublished: its table is not selected",
-    }[row.fate]
-
-
-def _escaped(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+    }[row.fate], "")]
