@@ -13,6 +13,7 @@ associations the same, so the documents can be compared as bytes."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import uuid
@@ -21,9 +22,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
+from lxml import etree
 
 from publisher.cli import cli
-from tests.conftest import server_url
+from tests.conftest import canonical, server_url
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 LOOPBACK = "<publisher>"  # replaced by the URL's user
@@ -112,6 +114,9 @@ def test_spark_driver_and_row_publishers_agree(database, out_name, batch_size, t
         prefix = _load_backlog(url, schema)
         options = ["--db", url, "--schema", schema, "--log-table", f"{prefix}indirect_process",
                    "--batch-size", batch_size]
+        explained = CliRunner().invoke(cli, ["explain", *options[:6], "--format", "json"],
+                                       catch_exceptions=False)
+        assert explained.exit_code == 0, explained.output
         for plan, rows in (("spark", "0"), ("driver", "100000")):
             out = tmp_path / plan / out_name
             out.parent.mkdir()
@@ -137,12 +142,28 @@ def test_spark_driver_and_row_publishers_agree(database, out_name, batch_size, t
             engine.dispose()
 
     code, statuses, documents = runs["row"]
+    _explain_agrees(explained.output, statuses, documents)
     assert code == 1, published.stderr
     assert {s for _, s in statuses} == {"S", "W", "E"}
     for plan in ("spark", "driver"):
         assert runs[plan][0] == code, plan
         assert runs[plan][1] == statuses, plan
         assert runs[plan][2] == documents, plan
+
+
+def _explain_agrees(explained: str, statuses: list[tuple[int, str]], documents: dict[str, bytes]) -> None:
+    """`xdspub explain` before the cycle said what it did: each row's status, and each
+    published row's command (its place in the cycle's order and its XML)."""
+    rows = [json.loads(line) for line in explained.splitlines()]
+    assert [(r["record_id"], r["status"]) for r in rows] == statuses
+    commands = [
+        canonical(command)
+        for name in sorted(documents)
+        for command in etree.fromstring(documents[name]).find("input")
+    ]
+    published = {r["command"]: r["xml"] for r in rows if r["fate"] == "published"}
+    assert sorted(published) == list(range(1, len(commands) + 1))
+    assert [canonical(etree.fromstring(published[n])) for n in sorted(published)] == commands
 
 
 def test_scale_benchmark_runs_and_both_publishers_agree(spark):
