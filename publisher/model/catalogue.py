@@ -84,7 +84,10 @@ class Table:
 
     def attribute_name(self, logged: str) -> str:
         """The attribute a logged column_name names: a view's attributes may also be
-        named by the view column they are read from (``sv_fname`` for ``fname``)."""
+        named by the view column they are read from (``sv_fname`` for ``fname``); an
+        attribute's own name comes first."""
+        if self.attribute(logged) is not None:
+            return logged
         return self._by_source.get(logged, logged)
 
     def is_multi_valued(self, name: str | None) -> bool:

@@ -170,7 +170,7 @@ def _driver_form(
         if form.attribute in declared:
             raise ConfigError(
                 f"view {view}: columns {declared[form.attribute]} and {column.name} both declare "
-                f"the attribute {form.attribute} (docs/classes.md, Views in the driver's form)"
+                f"the attribute {form.attribute}; rename one"
             )
         declared[form.attribute] = column.name
         if form.attribute != column.name:
