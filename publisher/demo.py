@@ -1,5 +1,6 @@
 """``xdspub demo``: the documents' examples (Tables 5-16 to 5-20), live on SQLite, then
-changes of the logical class usr (docs/classes.md): its child tables and references.
+changes of the logical class usr (docs/classes.md): its child tables and references, and
+the same class read through the view view_usr in the driver's form.
 
 It creates the sample schema with per-field triggers (made by ``xdspub triggers``), makes
 each change, and publishes after each one, printing the XDS the publisher sends."""
@@ -66,6 +67,15 @@ STEPS: list[tuple[str, list[str]]] = [
             "INSERT INTO usr_phone (idu, phoneno) VALUES (3, '555-0100'), (3, '555-0101')",
             "INSERT INTO usr_mbr_of (idu, idg) VALUES (3, 7)",
         ],
+    ),
+    (
+        (
+            "The view view_usr declares class usr the driver's way (docs/classes.md): a type-6 "
+            "event (query-back) of view_usr publishes user 3 as the view reads it, sv_fname as "
+            "fname, mv_phoneno as phoneno, fk_sv__idu__manager and fk_mv__idg__mbr_of as the "
+            "references fk_manager and fk_mbr_of"
+        ),
+        [f"INSERT INTO {LOG} (table_key, event_type, table_name) VALUES ('pk_empno=3', 6, 'view_usr')"],
     ),
     (
         "One of user 3's phone numbers is changed; a type-2 event, old and new value",

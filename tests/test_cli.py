@@ -191,6 +191,8 @@ def test_demo_prints_the_documented_documents(capfd):
             ("add", "idu=2", ["fname", "lname"]),
             ("add", "idu=3", ["fname", "lname", "manager", "usr_phone.phoneno", "usr_mbr_of.idg"]),
         ],
+        # the same user through view_usr, the class in the driver's form
+        [("modify", "pk_empno=3", ["fname", "lname", "photo", "fk_manager", "fk_mbr_of", "phoneno"])],
         [("modify", "idu=3", ["usr_phone.phoneno"])],
         [("modify", "idu=3", ["usr_phone.phoneno"])],
         [("modify", "idu=3", ["manager"])],

@@ -255,7 +255,8 @@ def test_view_is_keyed_by_its_pk_columns(sample_db, publish):
     sample_db.log(("pk_empno=1", 6, "view_usr"))
     document, _ = publish()
     assert commands(document) == [
-        ("modify", "pk_empno=1,table=view_usr,schema=indirect", ["fname", "lname"])
+        ("modify", "pk_empno=1,table=view_usr,schema=indirect",
+         ["fname", "lname", "photo", "fk_manager", "fk_mbr_of", "phoneno"])
     ]
 
 

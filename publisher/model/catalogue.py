@@ -3,6 +3,7 @@ XDS value types."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -22,6 +23,17 @@ class Column:
     # xds_type is dn.
     reference: str | None = None
     time_form: str | None = None  # a date, time or timestamp column: value_text.time_form
+    # A view in the driver's form (docs/classes.md, Views in the driver's form): the view
+    # column the attribute is read from, when it is named otherwise (sv_fname as fname).
+    source: str | None = None
+    # A view's fk_ column: ``reference`` is the key column it names, not a class; the
+    # class whose key that column is is found when the reference is resolved.
+    reference_by_key: bool = False
+
+    @property
+    def read_name(self) -> str:
+        """The database's name of the column this attribute is read from."""
+        return self.source or self.name
 
 
 @dataclass(frozen=True)
@@ -32,10 +44,13 @@ class MultiValued:
     child_table: str
     link: tuple[str, ...]  # the child's columns holding the parent's key, in its key order
     column: Column  # the child's column holding the values; a reference makes them dn
+    # A view's own mv_ column (docs/classes.md, Views in the driver's form): the "child
+    # table" is the view itself, and the attribute is named as the column alone.
+    own: bool = False
 
     @property
     def name(self) -> str:
-        return f"{self.child_table}.{self.column.name}"
+        return self.column.name if self.own else f"{self.child_table}.{self.column.name}"
 
     @property
     def xds_type(self) -> str:
@@ -52,6 +67,9 @@ class Table:
     key_columns: tuple[str, ...]
     key_is_primary: bool = False  # a PRIMARY KEY constraint: no two rows share the key
     multi_valued: tuple[MultiValued, ...] = ()
+    # A child table as Table.children gives it: what its values' attribute names begin
+    # with ("usr_phone."; nothing for a view's own multi-valued columns).
+    value_prefix: str = ""
 
     def is_unique(self, key_names: Sequence[str]) -> bool:
         """Whether no two rows can hold the same values in ``key_names``."""
@@ -64,27 +82,41 @@ class Table:
         """The column, or the multi-valued attribute (``child_table.column``), so named."""
         return self._by_name.get(name) or self._multi_by_name.get(name)
 
+    def attribute_name(self, logged: str) -> str:
+        """The attribute a logged column_name names: a view's attributes may also be
+        named by the view column they are read from (``sv_fname`` for ``fname``); an
+        attribute's own name comes first."""
+        if self.attribute(logged) is not None:
+            return logged
+        return self._by_source.get(logged, logged)
+
     def is_multi_valued(self, name: str | None) -> bool:
         return name in self._multi_by_name
 
     def children(self) -> tuple[Table, ...]:
         """Each child table as query-back reads it: keyed by its link columns (typed as
         this class's key), holding its value columns."""
-        values: dict[tuple[str, tuple[str, ...]], list[Column]] = {}
+        values: dict[tuple[str, tuple[str, ...], bool], list[Column]] = {}
         for m in self.multi_valued:
-            values.setdefault((m.child_table, m.link), []).append(m.column)
+            values.setdefault((m.child_table, m.link, m.own), []).append(m.column)
         return tuple(
             Table(
                 name,
                 (*(replace(self.column(k), name=n) for k, n in zip(self.key_columns, link)), *columns),
                 link,
+                value_prefix="" if own else f"{name}.",
             )
-            for (name, link), columns in values.items()
+            for (name, link, own), columns in values.items()
         )
 
     @cached_property
     def _by_name(self) -> dict[str, Column]:
         return {c.name: c for c in self.columns}
+
+    @cached_property
+    def _by_source(self) -> dict[str, str]:
+        read = [*self.columns, *(m.column for m in self.multi_valued if m.own)]
+        return {c.source: c.name for c in read if c.source is not None}
 
     @cached_property
     def _multi_by_name(self) -> dict[str, MultiValued]:
@@ -114,6 +146,8 @@ class Catalogue:
 
     def referenced(self, column: Column) -> Table:
         """The class a reference column names; NotAClass when it names none."""
+        if column.reference_by_key:
+            return self._keyed_by(column)
         target = self.tables.get(column.reference) or self.left_out.get(column.reference)
         if target is None or not target.key_is_primary:  # a keyless table is no class
             raise NotAClass(
@@ -121,6 +155,31 @@ class Catalogue:
                 f"of the published schema {self.schema}"
             )
         return target
+
+    def _keyed_by(self, column: Column) -> Table:
+        """The one class whose whole key is the column a view's fk_ column names
+        (docs/classes.md, Views in the driver's form); NotAClass for none or several."""
+        found = self._classes_by_key.get(column.reference, [])
+        if len(found) == 1:
+            return found[0]
+        which = (
+            "no class of the published schema has as its key" if not found
+            else "classes " + ", ".join(t.name for t in found) + " all have as their key"
+        )
+        raise NotAClass(
+            f"column {column.name} (view column {column.source}) references key column "
+            f"{column.reference}, which {which} (schema {self.schema})"
+        )
+
+    @cached_property
+    def _classes_by_key(self) -> dict[str, list[Table]]:
+        """The classes of a one-column key (the left-out ones too), by that column."""
+        by_key: dict[str, list[Table]] = defaultdict(list)
+        for name in sorted({**self.left_out, **self.tables}):
+            table = self.tables.get(name) or self.left_out[name]
+            if len(table.key_columns) == 1:
+                by_key[table.key_columns[0]].append(table)
+        return by_key
 
     def keyed_classes(self) -> list[Table]:
         """The classes whose objects can be named, in name order (a keyless table named in

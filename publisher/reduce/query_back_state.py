@@ -128,8 +128,9 @@ def child_cells(
     catalogue: Catalogue, child: Table, row: Mapping[str, Value]
 ) -> list[CurrentCell]:
     """A child table's row (``child`` as Table.children gives it) as the cells of its
-    class's multi-valued attributes, one per value column, named child_table.column."""
-    return current_cells(catalogue, child, child.key_columns, row, f"{child.name}.")
+    class's multi-valued attributes, one per value column, named child_table.column (a
+    view's own: the attribute alone)."""
+    return current_cells(catalogue, child, child.key_columns, row, child.value_prefix)
 
 
 def read_back(cells: Sequence[Sequence] | None) -> tuple[list[Cell] | None, dict[str, str]]:

@@ -162,10 +162,11 @@ class Classifier:
     ) -> tuple[Table, str | None, dict[str, str]]:
         """The class a row names, the attribute its column_name names, and how the row's
         key names map to the class's: a child table stands for its parent's class, its
-        bare column for ``child_table.column`` (docs/classes.md, Child tables)."""
+        bare column for ``child_table.column`` (docs/classes.md, Child tables); a view
+        column for the attribute it declares (Views in the driver's form)."""
         table = self.catalogue.tables.get(table_name)
         if table is not None:
-            return table, column_name, {}
+            return table, None if column_name is None else table.attribute_name(column_name), {}
         parent = self.catalogue.child_tables.get(table_name)
         if parent is None:
             raise Rejected(

@@ -57,6 +57,9 @@ class _TableShape:
         if child_table is None:
             named = [(c.name, c.name, c) for c in table.columns]
             named += [(m.name, m.name, m.column) for m in table.multi_valued]
+            # A view's attributes are also logged by the view column they are read from
+            # (after the attributes' own names, which come first, as in the rules).
+            named += [(c.source, c.name, c) for _, _, c in named if c.source is not None]
             logged_key = table.key_columns[0]
         else:
             multi = [m for m in table.multi_valued if m.child_table == child_table]

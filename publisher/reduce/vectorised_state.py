@@ -70,9 +70,8 @@ class StateColumns:
     def __init__(self, catalogue: Catalogue, owner: Table, table: Table) -> None:
         self.catalogue, self.owner, self.table = catalogue, owner, table
         self.child = table is not owner
-        prefix = f"{table.name}." if self.child else ""
         self.cells = [
-            CellColumn(catalogue, c, prefix + c.name)
+            CellColumn(catalogue, c, table.value_prefix + c.name)
             for c in table.columns
             if c.name not in table.key_columns
         ]

@@ -34,11 +34,12 @@ def current_select(
 ) -> sa.Select:
     """The rows of ``table`` whose ``key_names`` hold one of ``wanted`` (key texts), or
     every row when ``wanted`` is None. ``raw``: a column selected as it is, not as text
-    (the integer column a partitioned read splits on)."""
-    source = sa.table(table.name, *(sa.column(c.name) for c in table.columns), schema=schema)
+    (the integer column a partitioned read splits on). Each column is named as its
+    attribute (a view's ``sv_fname`` as ``fname``, docs/classes.md)."""
+    source = sa.table(table.name, *(sa.column(c.read_name) for c in table.columns), schema=schema)
     selected = [
-        source.c[c.name] if c.xds_type == value_text.OCTET or c.name == raw
-        else sa.cast(source.c[c.name], sa.Text).label(c.name)
+        source.c[c.read_name].label(c.name) if c.xds_type == value_text.OCTET or c.name == raw
+        else sa.cast(source.c[c.read_name], sa.Text).label(c.name)
         for c in table.columns
     ]
     query = sa.select(*selected)

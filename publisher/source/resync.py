@@ -177,12 +177,14 @@ class _Chunks:
         # What a query-back trigger writes for an inserted row, but the perpetrator;
         # status and event_time are the event log's defaults, as for the triggers.
         self.columns = [log.column(r) for r in ("table_key", "event_type", "perpetrator", "table_name")]
-        self.events = sa.select(
+        events = sa.select(
             self.key_text,
             sa.literal_column(str(ROW_QUERY_BACK)),
             sa.literal(PERPETRATOR),
             sa.literal(table.name),
         ).select_from(self.row)
+        # A view's key may hold several rows (one per multi-valued value): one event each.
+        self.events = events if table.key_is_primary else events.group_by(*self.keys)
 
     def run(
         self, passes: _Passes, last_key: str | None, chunk: int, count: ClassCount, progress: RowProgress

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from publisher.errors import ConfigError
 from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
 from publisher.settings import Settings
@@ -44,6 +45,37 @@ def xds_type_of(
     if isinstance(sql_type, sa.types.String) and not isinstance(sql_type, sa.types.Text):
         return value_text.STRING, type(sql_type).__name__.upper() in ("CHAR", "NCHAR", "BPCHAR"), None
     return value_text.STRING, False, None
+
+
+class ViewColumn(NamedTuple):
+    """What a view column's name declares in the driver's form (docs/classes.md, Views in
+    the driver's form)."""
+
+    attribute: str  # the attribute's name, as the schema mapping gives it
+    multi_valued: bool
+    referenced_key: str | None = None  # fk_: the key column of the class it references
+
+
+_SINGLE, _MULTI, _REFERENCE = "sv_", "mv_", "fk_"
+
+
+def view_column(name: str) -> ViewColumn:
+    """The attribute a view column declares: ``sv_fname`` single-valued ``fname``,
+    ``mv_phoneno`` multi-valued ``phoneno``, ``fk_[sv_|mv_]_<key column>__<name>`` a single-
+    or multi-valued reference ``fk_<name>`` to the class keyed by that column; any other
+    name (a pk_ key column, a name of no prefix or not of these forms) a single-valued
+    attribute of its own name."""
+    for prefix, multi in ((_SINGLE, False), (_MULTI, True)):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return ViewColumn(name[len(prefix):], multi)
+    if name.startswith(_REFERENCE):
+        rest, multi = name[len(_REFERENCE):], False
+        if rest.startswith((_SINGLE, _MULTI)):
+            rest, multi = rest[len(_SINGLE):], rest.startswith(_MULTI)
+        key, separator, attribute = rest[1:].partition("__")
+        if rest.startswith("_") and key and separator and attribute:
+            return ViewColumn(_REFERENCE + attribute, multi, key)
+    return ViewColumn(name, False)
 
 
 @dataclass
@@ -118,11 +150,41 @@ def reflect_catalogue(
         columns = tuple(
             shapes.column(table, ordinal, c) for ordinal, c in enumerate(table.columns, 1)
         )
-        keys = table.primary_key or [c.name for c in columns if c.name.startswith(VIEW_KEY_PREFIX)]
-        tables[name] = Table(
-            name, columns, tuple(keys), bool(table.primary_key), tuple(children[name])
-        )
+        keys = tuple(table.primary_key or [c.name for c in columns if c.name.startswith(VIEW_KEY_PREFIX)])
+        own: tuple[MultiValued, ...] = ()
+        if table.is_view:
+            columns, own = _driver_form(name, columns, keys)
+        tables[name] = Table(name, columns, keys, bool(table.primary_key), (*children[name], *own))
     return Catalogue(schema, tables, child_tables)
+
+
+def _driver_form(
+    view: str, columns: tuple[Column, ...], keys: tuple[str, ...]
+) -> tuple[tuple[Column, ...], tuple[MultiValued, ...]]:
+    """A view's columns as the attributes their names declare (view_column): its single-
+    valued ones, and its multi-valued ones read from the view itself by its key;
+    ConfigError when two columns declare one attribute."""
+    single, multi, declared = [], [], {}
+    for column in columns:
+        form = view_column(column.name)
+        if form.attribute in declared:
+            raise ConfigError(
+                f"view {view}: columns {declared[form.attribute]} and {column.name} both declare "
+                f"the attribute {form.attribute}; rename one"
+            )
+        declared[form.attribute] = column.name
+        if form.attribute != column.name:
+            column = replace(column, name=form.attribute, source=column.name)
+        if form.referenced_key is not None:
+            column = replace(
+                column, xds_type=value_text.DN, is_char=False, time_form=None,
+                reference=form.referenced_key, reference_by_key=True,
+            )
+        if form.multi_valued:
+            multi.append(MultiValued(view, keys, column, own=True))
+        else:
+            single.append(column)
+    return tuple(single), tuple(multi)
 
 
 class _Shapes:
