@@ -55,4 +55,4 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
         commands.append(rendered)
         noted += notes
     return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]),
-                   census.loopback, census.not_selected)
+                   census.loopback, census.not_selected, census.excluded)
