@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from publisher.errors import ConfigError
+from publisher.model.policy import ColumnPolicy
 from publisher.model.value_text import forbidden_position
 
 
@@ -43,6 +44,10 @@ class Settings:
     # The lineage record (docs/delivery.md, Lineage): a file or directory that gets one
     # JSON line per consumed row; None: none kept.
     lineage: str | None = None
+
+    @property
+    def column_policy(self) -> ColumnPolicy:
+        return ColumnPolicy(self.exclude_columns, self.hash_columns, self.hash_key)
 
     def __post_init__(self) -> None:
         # The schema is in every association, the log's name in SQL: neither may hold a

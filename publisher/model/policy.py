@@ -34,6 +34,17 @@ class ColumnPolicy:
         return f"ColumnPolicy(excluded={list(self.excluded)}, hashed={list(self.hashed)})"
 
 
+def fingerprint(policy: ColumnPolicy) -> str:
+    """What a triggerless state must have been kept under (delivery/state.Identity): the
+    names, and a keyed digest of a fixed text in place of the key, which it does not
+    reveal; empty without a policy."""
+    if not policy.excluded and not policy.hashed:
+        return ""
+    key = hashed_text("xdspub column policy", (policy.hash_key or "").encode("utf-8")) if policy.hashed else ""
+    names = "\0".join(["-", *sorted(policy.excluded), "#", *sorted(policy.hashed), key])
+    return hashlib.sha256(names.encode("utf-8")).hexdigest()
+
+
 def hashed_text(text: str, key: bytes) -> str:
     """A value's XDS text as published under --hash-columns: HMAC-SHA256 of its UTF-8
     under ``key``, in lower-case hex (64 characters)."""

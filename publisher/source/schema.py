@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
-from publisher.model.policy import ColumnPolicy, with_policy
+from publisher.model.policy import with_policy
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
 from publisher.source.identifiers import lock_table_name, resync_table_name
@@ -69,8 +69,7 @@ def published_catalogue(settings: Settings, engine: sa.Engine, dialect: Dialect)
     (docs/parameters.md, Table selection), under the column policy (Column policy);
     UnknownTable for a name it cannot select, ConfigError for a bad policy."""
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
-    policy = ColumnPolicy(settings.exclude_columns, settings.hash_columns, settings.hash_key)
-    catalogue = with_policy(catalogue, policy)
+    catalogue = with_policy(catalogue, settings.column_policy)
     return catalogue.selected(settings.tables) if settings.tables else catalogue
 
 
