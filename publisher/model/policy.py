@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from publisher.errors import ConfigError
-from publisher.model.catalogue import Catalogue, Column, MultiValued, Table
+from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.model.value_text import InvalidValue, xds_text
 
 # What an error about a hashed column's value says instead of the value.
@@ -100,7 +100,7 @@ def with_policy(catalogue: Catalogue, policy: ColumnPolicy) -> Catalogue:
     for name, table in catalogue.tables.items():
         columns = [c for c in (kept(name, c) for c in table.columns) if c is not None]
         multi = [
-            MultiValued(m.child_table, m.link, column)
+            replace(m, column=column)
             for m in table.multi_valued
             if (column := kept(m.child_table, m.column)) is not None
         ]
