@@ -7,6 +7,7 @@ file, which beats the default."""
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from collections.abc import Callable
@@ -20,6 +21,10 @@ from publisher.source.cdc.formats import FORMATS
 
 EXIT_ROW_ERRORS = 1
 DEFAULT_QUERY_LIMIT = 10000  # Query Limit of the polling service (docs/parameters.md)
+# The --hash-columns key: a TOML key and an environment variable, never a flag, so that it
+# shows in no process list (docs/parameters.md, Column policy).
+HASH_KEY = "hash_key"
+HASH_KEY_VARIABLE = "XDSPUB_HASH_KEY"
 
 
 def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
@@ -39,6 +44,7 @@ def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) 
         if "master" in names:
             names["spark.master"] = names["master"]  # Spark's own name for it
         data = _flatten(data)
+        ctx.meta[HASH_KEY] = data.pop(HASH_KEY, None)
         unknown = sorted(k for k in data if k.replace("-", "_") not in names)
         if unknown:
             raise click.BadParameter(f"{path}: unknown key(s) {', '.join(unknown)}")
@@ -59,6 +65,14 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def _hash_key(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the hash key: XDSPUB_HASH_KEY, else the --config file's."""
+    key = os.environ.get(HASH_KEY_VARIABLE) or click.get_current_context().meta.get(HASH_KEY)
+    if key is not None and not isinstance(key, str):
+        raise click.BadParameter(f"{HASH_KEY} must be a string", param_hint="--config")
+    return {**options, "hash_key": key}
 
 
 def _option(*declarations: str, **kwargs: Any) -> Callable:
@@ -233,8 +247,10 @@ def init_db_command(
 @_option("--flavour", type=click.Choice(["field", "query-back"]), default="field",
          show_default=True, help="Per-field events 1/2/4, or query-back 5/6/8/4.")
 @_option("--install", is_flag=True, help="Install the triggers instead of printing them.")
+@exclude_columns_option
 def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...],
-             tables: tuple[str, ...], flavour: str, install: bool) -> None:
+             tables: tuple[str, ...], flavour: str, install: bool,
+             exclude_columns: tuple[str, ...]) -> None:
     """Write (or install) publication triggers for the schema's tables (docs/triggers.md)."""
     from publisher.source.database import connect, run_scripts
     from publisher.source.identifiers import UnsafeName
@@ -243,7 +259,8 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
 
     engine, dialect = connect(db_url)
     try:
-        script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour, selection)
+        script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour, selection,
+                                exclude_columns)
     except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
     for line in script.unindexed:
@@ -357,6 +374,7 @@ def export(
     from publisher.progress import progress_for
     from publisher.settings import Settings
 
+    options = _hash_key(options)
     triggerless = _triggerless(options)
     if triggerless is not None:
         if source != "eventlog":
@@ -376,6 +394,11 @@ def export(
     else:
         from publisher.cycle import export_changes
         from publisher.source.cdc.formats import ChangeOptions, open_changes
+
+        policy = [flag for flag, name in (("--exclude-columns", "exclude_columns"),
+                                          ("--hash-columns", "hash_columns")) if options[name]]
+        if policy:
+            raise click.UsageError(f"{', '.join(policy)} go with the database's tables, not --source FORMAT.")
 
         change_options = ChangeOptions(
             input=input_path,
@@ -421,6 +444,7 @@ def poll(
 
     _require_db(options)
     logs.configure(log_format)
+    options = _hash_key(options)
     triggerless = _triggerless(options)
     options["query_limit"] = options["query_limit"] or DEFAULT_QUERY_LIMIT
     service = PollingService(

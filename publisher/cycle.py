@@ -232,7 +232,7 @@ def _cycle(
     report.rows = sum(report.by_status.values())
     report.notes = [(r.record_id, r.status, r.reason) for r in reduced.exceptions]
     report.loopback, report.loopback_user = reduced.loopback, source.loopback_user
-    report.not_selected = reduced.not_selected
+    report.not_selected, report.excluded = reduced.not_selected, reduced.excluded
     if not settings.dry_run:
         phases.begin("writing statuses")
         source.acknowledge(ranges)

@@ -22,6 +22,7 @@ class CycleReport:
     loopback: int = 0  # rows by the publisher's own user, consumed unpublished (S)
     loopback_user: str | None = None
     not_selected: int = 0  # rows of tables the selection leaves out, consumed unpublished (S)
+    excluded: int = 0  # rows naming an excluded column, consumed unpublished (S)
 
     @property
     def seconds(self) -> float:
@@ -40,7 +41,11 @@ class CycleReport:
         letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
         unpublished = [
             f"{count} {what}"
-            for count, what in ((self.loopback, "loopback"), (self.not_selected, "not selected"))
+            for count, what in (
+                (self.loopback, "loopback"),
+                (self.not_selected, "not selected"),
+                (self.excluded, "naming excluded columns"),
+            )
             if count
         ]
         if unpublished:

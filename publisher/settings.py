@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from publisher.errors import ConfigError
+from publisher.model.policy import ColumnPolicy
 from publisher.model.value_text import forbidden_position
 
 
@@ -37,9 +38,16 @@ class Settings:
     # published, and those published as a keyed SHA-256 of their value.
     exclude_columns: tuple[str, ...] = ()
     hash_columns: tuple[str, ...] = ()
+    # Their key (XDSPUB_HASH_KEY or the --config file's hash_key, never a flag): shown
+    # nowhere.
+    hash_key: str | None = field(default=None, repr=False)
     # The lineage record (docs/delivery.md, Lineage): a file or directory that gets one
     # JSON line per consumed row; None: none kept.
     lineage: str | None = None
+
+    @property
+    def column_policy(self) -> ColumnPolicy:
+        return ColumnPolicy(self.exclude_columns, self.hash_columns, self.hash_key)
 
     def __post_init__(self) -> None:
         # The schema is in every association, the log's name in SQL: neither may hold a

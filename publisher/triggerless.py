@@ -31,6 +31,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect, run_named
 from publisher.source.dialects import Dialect
 from publisher.source.query_back import current_table
+from publisher.model.policy import fingerprint
 from publisher.source.schema import published_catalogue
 
 STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
@@ -98,6 +99,7 @@ class TriggerlessPublisher:
             tuple(sorted(settings.tables)),
             settings.time_syntax,
             {t.name: list(t.key_columns) for t in self.classes},
+            fingerprint(settings.column_policy),
         )
         self.state = StateFolder(options.state_dir, identity)
 

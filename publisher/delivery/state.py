@@ -59,12 +59,17 @@ class Identity:
     tables: tuple[str, ...]  # the table selection (--tables), in name order; none: every class
     time_syntax: int
     keys: dict[str, list[str]]  # each class's key columns
+    # The column policy (model/policy.fingerprint): a state kept under another holds other
+    # values (raw ones, or other hashes), which the comparison would publish.
+    policy: str = ""
 
     def differences(self, other: dict) -> str | None:
         """Why a manifest's identity is not this one; None when it is."""
         for name in ("database", "schema", "time_syntax"):
             if other.get(name) != getattr(self, name):
                 return f"it was written for {name} {other.get(name)!r}, not {getattr(self, name)!r}"
+        if other.get("policy", "") != self.policy:
+            return "it was written under another column policy (--exclude-columns, --hash-columns, the hash key)"
         if tuple(other.get("tables", ())) != self.tables:
             return f"it was written for --tables {','.join(other.get('tables', ())) or '(every class)'}"
         keys = other.get("keys", {})
@@ -143,6 +148,7 @@ class NewGeneration:
             "tables": list(identity.tables),
             "time_syntax": identity.time_syntax,
             "keys": identity.keys,
+            "policy": identity.policy,
             "classes": self.classes,
             "reads": self.reads,
         }

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from publisher.errors import ConfigError
+from publisher.model.value_text import STRING
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
 
@@ -29,11 +30,18 @@ class Column:
     # A view's fk_ column: ``reference`` is the key column it names, not a class; the
     # class whose key that column is is found when the reference is resolved.
     reference_by_key: bool = False
+    # --hash-columns (model/policy.py): its values are published as their keyed hash.
+    hash_key: bytes | None = field(default=None, repr=False)
 
     @property
     def read_name(self) -> str:
         """The database's name of the column this attribute is read from."""
         return self.source or self.name
+
+    @property
+    def published_type(self) -> str:
+        """The XDS type its values are published as: a hash is a string."""
+        return STRING if self.hash_key is not None else self.xds_type
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class MultiValued:
 
     @property
     def xds_type(self) -> str:
-        return self.column.xds_type
+        return self.column.published_type
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,9 @@ class Catalogue:
     # either are consumed unpublished.
     left_out: dict[str, Table] = field(default_factory=dict)
     left_out_children: frozenset[str] = frozenset()
+    # --exclude-columns (model/policy.py): (table_name, column_name) as events name the
+    # excluded columns; those events are consumed unpublished.
+    excluded: frozenset[tuple[str, str]] = frozenset()
 
     def referenced(self, column: Column) -> Table:
         """The class a reference column names; NotAClass when it names none."""
@@ -222,6 +233,7 @@ class Catalogue:
             {c: p for c, p in self.child_tables.items() if p in chosen},
             {**self.left_out, **{n: t for n, t in self.tables.items() if n not in chosen}},
             self.left_out_children | {c for c, p in self.child_tables.items() if p not in chosen},
+            self.excluded,
         )
 
 

@@ -74,6 +74,7 @@ class Reduced:
     exceptions: list[Note]  # the rows that are not S (E and W), by record_id
     loopback: int  # rows consumed unpublished: the publisher's own changes (reduce/loopback.py)
     not_selected: int  # rows consumed unpublished: tables left out (reduce/selection.py)
+    excluded: int = 0  # rows consumed unpublished: excluded columns (reduce/exclusion.py)
 
 
 @dataclass(frozen=True)

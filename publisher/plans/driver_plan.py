@@ -74,4 +74,4 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
         noted += notes
     census = found.census
     return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]),
-                   census.loopback, census.not_selected)
+                   census.loopback, census.not_selected, census.excluded)

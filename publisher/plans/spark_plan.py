@@ -76,4 +76,4 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
     commands, noted = spilled_commands(numbers.mapInArrow(spill, SPILLED.ddl).collect())
     return Reduced(commands, census.runs, sorted([*census.rejected, *noted]),
-                   census.loopback, census.not_selected)
+                   census.loopback, census.not_selected, census.excluded)

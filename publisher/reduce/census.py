@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from publisher.model.rows import NOTES, Note
 from publisher.model.statuses import Status
+from publisher.reduce.exclusion import EXCLUDED
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.reduce.status_ranges import consecutive_runs, merge_runs
 from publisher.source.query_back import KEYED_READ_LIMIT
@@ -34,6 +35,7 @@ class Census:
     wanted: dict[str, Keys | None] = field(default_factory=dict)
     loopback: int = 0  # rows consumed unpublished: the publisher's own changes
     not_selected: int = 0  # rows consumed unpublished: of tables the selection leaves out
+    excluded: int = 0  # rows consumed unpublished: naming an excluded column
 
     @property
     def rows(self) -> int:
@@ -47,11 +49,14 @@ class Census:
         status = batch.column("status")
         errors = batch.filter(pc.equal(status, Status.ERROR))
         self.rejected += map(Note, *(errors.column(n).to_pylist() for n in NOTES.names))
-        # The only S here: loopback, or not selected (which says so).
+        # The only S here: loopback, not selected or excluded (which say so).
         done = pc.equal(status, Status.DONE)
-        left_out = pc.sum(pc.and_(done, pc.equal(batch.column("reason"), NOT_SELECTED))).as_py() or 0
+        reason = batch.column("reason")
+        left_out = pc.sum(pc.and_(done, pc.equal(reason, NOT_SELECTED))).as_py() or 0
+        excluded = pc.sum(pc.and_(done, pc.equal(reason, EXCLUDED))).as_py() or 0
         self.not_selected += left_out
-        self.loopback += (pc.sum(done).as_py() or 0) - left_out
+        self.excluded += excluded
+        self.loopback += (pc.sum(done).as_py() or 0) - left_out - excluded
         asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
         tables = asks.column("table_name")
         for table_name in pc.unique(tables).to_pylist():
@@ -73,6 +78,7 @@ class Census:
         self.rejected += other.rejected
         self.loopback += other.loopback
         self.not_selected += other.not_selected
+        self.excluded += other.excluded
         for table_name, keys in other.wanted.items():
             self._want(table_name, keys)
         return self

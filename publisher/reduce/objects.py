@@ -45,7 +45,9 @@ class Attribute:
 def attributes(table: Table) -> tuple[Attribute, ...]:
     """The class's attributes in its order: its non-key columns, then its multi-valued
     attributes (as query-back renders them, docs/rendering.md)."""
-    single = [Attribute(c.name, c.xds_type, False) for c in table.columns if c.name not in table.key_columns]
+    single = [
+        Attribute(c.name, c.published_type, False) for c in table.columns if c.name not in table.key_columns
+    ]
     return (*single, *(Attribute(m.name, m.xds_type, True) for m in table.multi_valued))
 
 

@@ -2,7 +2,8 @@
 around one shuffle by object.
 
     classify_rows     each read partition as it comes: every row's event, or its status
-                      when it is consumed unpublished (loopback, not selected) or
+                      when it is consumed unpublished (loopback, not selected, an
+                      excluded column) or
                       rejected (E)
     (census.py        what the classifying tasks learn on the way: the record_id runs,
                       the E rows, the objects query-back asks for)
@@ -25,6 +26,7 @@ from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import CLASSIFIED, EVENT, OBJECT_ROWS
 from publisher.model.statuses import Status, failure_reason
+from publisher.reduce.exclusion import EXCLUDED, is_excluded
 from publisher.reduce.loopback import is_loopback
 from publisher.reduce.rules import Classifier, Rejected
 from publisher.reduce.selection import NOT_SELECTED
@@ -60,6 +62,8 @@ def classify_rows(
             return CLASSIFIED.row(**not_live, status=Status.DONE)
         if catalogue.is_left_out(row["table_name"]):
             return CLASSIFIED.row(**not_live, status=Status.DONE, reason=NOT_SELECTED)
+        if is_excluded(catalogue, row):
+            return CLASSIFIED.row(**not_live, status=Status.DONE, reason=EXCLUDED)
         row["event_type"] = row["event_type_text"]
         try:
             event, pairs = classify(row)

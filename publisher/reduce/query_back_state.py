@@ -14,13 +14,9 @@ from typing import NamedTuple
 from grammar import format_table_key
 from publisher.model.catalogue import Catalogue, Column, NotAClass, Table
 from publisher.model.commands import reference_text
+from publisher.model.policy import column_text
 from publisher.model.statuses import failure_reason, reason_text, shown_value
-from publisher.model.value_text import (
-    InvalidValue,
-    forbidden_position,
-    key_text,
-    xds_text,
-)
+from publisher.model.value_text import InvalidValue, forbidden_position, key_text
 from publisher.reduce.rules import Cell
 
 SEPARATOR = "\u0001"  # between key values: XML 1.0 forbids it, so no key value holds it
@@ -115,12 +111,12 @@ def current_cell(catalogue: Catalogue, column: Column, value: Value) -> CurrentC
             f"current value of {column.name} has a character XML 1.0 cannot carry "
             f"at position {position}"
         )
-    return CurrentCell(column.name, column.xds_type, text, error and reason_text(error))
+    return CurrentCell(column.name, column.published_type, text, error and reason_text(error))
 
 
 def _current_text(catalogue: Catalogue, column: Column, value: Value) -> str | None:
     if column.reference is None or value is None:
-        return xds_text(value, column.xds_type, column.is_char, column.time_form)
+        return column_text(value, column)
     return reference_text(value, catalogue.referenced(column), catalogue.schema)
 
 

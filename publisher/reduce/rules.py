@@ -24,12 +24,12 @@ from publisher.model.commands import (
     association,
     reference_text,
 )
+from publisher.model.policy import column_text
 from publisher.model.statuses import Status, reason_text, shown_value
 from publisher.model.value_text import (
     InvalidValue,
     forbidden_position,
     key_text,
-    xds_text,
 )
 
 TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
@@ -146,16 +146,17 @@ class Classifier:
         warning = None
         if canonical != table_key:
             warning = f"table_key {table_key} is not canonical; published as {canonical}"
-        xds_type = column.xds_type if column is not None else None
+        xds_type = column.published_type if column is not None else None
         event = Event(row["record_id"], t, column_name, xds_type, *texts.values(), warning, canonical)
         event.class_name = table.name
         return event, pairs
 
     def _text(self, raw: str, column: Column) -> str:
-        """A logged value's XDS text; a reference's is the association it names."""
+        """A logged value's XDS text (a hashed column's: its hash); a reference's is the
+        association it names."""
         if column.reference is not None:
             return reference_text(raw, self.catalogue.referenced(column), self.catalogue.schema)
-        return xds_text(raw, column.xds_type, column.is_char, column.time_form)
+        return column_text(raw, column)
 
     def _class_of(
         self, table_name: str, column_name: str | None

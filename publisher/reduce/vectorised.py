@@ -20,6 +20,7 @@ from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import CLASSIFIED
 from publisher.model.statuses import Status
+from publisher.reduce.exclusion import EXCLUDED, excluded_mask
 from publisher.reduce.loopback import loopback_mask
 from publisher.reduce.selection import NOT_SELECTED, left_out_mask
 
@@ -66,8 +67,11 @@ class _TableShape:
             named = [(m.column.name, m.name, m.column) for m in multi]
             logged_key = multi[0].link[0]
         # (as logged, the attribute's name, its column); a reference's value becomes an
-        # association: the rules' work.
-        named = [n for n in named if _clean(n[0]) and _clean(n[1]) and n[2].reference is None]
+        # association, a hashed column's its hash: the rules' work.
+        named = [
+            n for n in named
+            if _clean(n[0]) and _clean(n[1]) and n[2].reference is None and n[2].hash_key is None
+        ]
         self.class_name = table.name
         self.names = pa.array([logged for logged, _, _ in named], pa.string())
         self.attributes = pa.array([name for _, name, _ in named], pa.string())
@@ -118,14 +122,18 @@ class FastPath:
         """(classified common rows, a batch per table; the other rows, unchanged)."""
         done, rest = [], np.ones(batch.num_rows, bool)
         table_names = batch.column("table_name")
-        if self.leaves_out:  # loopback comes first: those rows are the rules'
-            not_selected = all_of(
-                left_out_mask(table_names, self.catalogue),
-                pc.invert(loopback_mask(batch.column("perpetrator"), self.loopback_user)),
-            )
-            if pc.any(not_selected).as_py():
-                done.append(self._not_selected(batch.filter(not_selected)))
-                rest[not_selected.to_numpy(zero_copy_only=False)] = False
+        consumed = []  # loopback comes first: those rows are the rules'
+        if self.leaves_out:
+            consumed.append((left_out_mask(table_names, self.catalogue), NOT_SELECTED))
+        if self.catalogue.excluded:
+            consumed.append((excluded_mask(batch, self.catalogue), EXCLUDED))
+        if consumed:
+            mine = pc.invert(loopback_mask(batch.column("perpetrator"), self.loopback_user))
+        for mask, reason in consumed:
+            taken = all_of(pa.array(rest), mask, mine)
+            if pc.any(taken).as_py():
+                done.append(self._consumed(batch.filter(taken), reason))
+                rest[taken.to_numpy(zero_copy_only=False)] = False
         present = set(pc.unique(table_names).drop_null().to_pylist()) & set(self.tables)
         for name in present:
             # Each table's checks on its own rows only: a batch of several tables would
@@ -186,15 +194,16 @@ class FastPath:
             return pc.cast(rows.column("event_order"), pa.float64())
         return pa.array([0.0] * rows.num_rows, pa.float64())
 
-    def _not_selected(self, rows: pa.RecordBatch) -> pa.RecordBatch:
-        """Rows of tables the selection leaves out, consumed unpublished (selection.py)."""
+    def _consumed(self, rows: pa.RecordBatch, reason: str) -> pa.RecordBatch:
+        """Rows consumed unpublished for ``reason``: of tables the selection leaves out
+        (selection.py), or naming an excluded column (exclusion.py)."""
         n = rows.num_rows
         columns = {
             "record_id": rows.column("record_id"),
             "ord_time": self._order(rows),
             "table_name": rows.column("table_name"),
             "status": pa.array([Status.DONE] * n, pa.string()),
-            "reason": pa.array([NOT_SELECTED] * n, pa.string()),
+            "reason": pa.array([reason] * n, pa.string()),
         }
         return _batch(columns, n)
 

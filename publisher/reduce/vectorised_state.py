@@ -42,9 +42,11 @@ class CellColumn:
     def __init__(self, catalogue: Catalogue, column: Column, label: str) -> None:
         self.column, self.label = column, label
         self.name_error = name_error(label)  # every value's error, whatever it is
-        # Binary values and references are never their own text; other values are when
-        # they match as_is (None: any) and hold no forbidden character.
-        self.own_text = column.xds_type != value_text.OCTET and column.reference is None
+        # Binary values, references and hashed values are never their own text; other
+        # values are when they match as_is (None: any) and hold no forbidden character.
+        self.own_text = (
+            column.xds_type != value_text.OCTET and column.reference is None and column.hash_key is None
+        )
         self.as_is = (
             as_is_pattern(column.xds_type, column.is_char, column.time_form) if self.own_text else None
         )
@@ -92,7 +94,7 @@ class StateColumns:
             flat = pa.StructArray.from_arrays(
                 [
                     pa.array(np.repeat([c.label for c in self.cells], n), pa.string()),
-                    pa.array(np.repeat([c.column.xds_type for c in self.cells], n), pa.string()),
+                    pa.array(np.repeat([c.column.published_type for c in self.cells], n), pa.string()),
                     pa.concat_arrays(list(texts)),
                     pa.concat_arrays(list(errors)),
                 ],

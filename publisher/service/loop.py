@@ -232,6 +232,7 @@ class PollingService:
             **{f"status_{k}": v for k, v in sorted(report.by_status.items())},
             loopback=report.loopback,
             not_selected=report.not_selected,
+            excluded=report.excluded,
             seconds=f"{seconds:.2f}",
         )
         return report

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from publisher.errors import ConfigError
 from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
+from publisher.model.policy import with_policy
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
 from publisher.source.identifiers import lock_table_name, resync_table_name
@@ -97,8 +98,10 @@ class _Reflected:
 
 def published_catalogue(settings: Settings, engine: sa.Engine, dialect: Dialect) -> Catalogue:
     """The classes a cycle publishes: the schema's, or the table selection's
-    (docs/parameters.md, Table selection); UnknownTable for a name it cannot select."""
+    (docs/parameters.md, Table selection), under the column policy (Column policy);
+    UnknownTable for a name it cannot select, ConfigError for a bad policy."""
     catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
+    catalogue = with_policy(catalogue, settings.column_policy)
     return catalogue.selected(settings.tables) if settings.tables else catalogue
 
 

@@ -23,6 +23,7 @@ from grammar import TableKeyError, parse_table_key
 from publisher.errors import ConfigError
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, MultiValued, Table, UnknownTable
+from publisher.model.policy import ColumnPolicy, with_policy
 from publisher.settings import Settings
 from publisher.source.database import filled
 from publisher.source.dialects import Dialect
@@ -169,15 +170,18 @@ def trigger_script(
     tables: Sequence[str] | None,
     flavour: str,
     selection: Sequence[str] = (),
+    excluded: Sequence[str] = (),
 ) -> TriggerScript:
     """The DDL of the publication triggers of the classes ``selection`` with their child
     tables and of ``tables`` alone (neither: every table that is a class or a child
-    table), in ``flavour``. UnsafeName for a name holding a control character,
-    UnknownTable for a name that takes no triggers."""
+    table), in ``flavour``, logging none of the ``excluded`` columns (TABLE.COLUMN,
+    docs/parameters.md, Column policy). UnsafeName for a name holding a control
+    character, UnknownTable for a name that takes no triggers, ConfigError for a bad
+    exclusion."""
     if flavour not in FLAVOURS:
         raise ConfigError(f"unknown trigger flavour {flavour!r} (field or query-back)")
     checked("--schema", schema)
-    catalogue = reflect_catalogue(engine, dialect, schema, log_table)
+    catalogue = with_policy(reflect_catalogue(engine, dialect, schema, log_table), ColumnPolicy(excluded))
     log = open_event_log(engine, dialect, Settings(None, schema=schema, log_table=log_table))
     db_schema = schema if dialect.has_schemas else None
     inspector = sa.inspect(engine)
@@ -302,7 +306,7 @@ class _Writer:
             )
         else:
             inserted = (_Event("NEW", 5),)
-            updated = rekey + (_Event("NEW", 6, when=(self._kept(pairs),)),)
+            updated = rekey + self._queried_back(table, values, pairs)
             said = ("type 5", "type 6; a new key: 4, then 5")
         shown = self.quote(table.name)
         return [
@@ -310,6 +314,20 @@ class _Writer:
             _Trigger(table.name, "UPDATE", f"{shown}, updated rows: {said[1]}", updated, table),
             _Trigger(table.name, "DELETE", f"{shown}, deleted rows: type 4", (_Event("OLD", 4),), table),
         ]
+
+    def _queried_back(
+        self, table: Table, values: list[Column], pairs: Sequence[tuple[str, str]]
+    ) -> tuple[_Event, ...]:
+        """The type 6 of an update that keeps the key; with excluded columns, only when a
+        column still published changed (none: no type 6), so that a change of an
+        excluded column alone logs nothing."""
+        kept = self._kept(pairs)
+        if not any(t == table.name for t, _ in self.catalogue.excluded):
+            return (_Event("NEW", 6, when=(kept,)),)
+        if not values:
+            return ()
+        changed = " OR ".join(self._changed(c) for c in values)
+        return (_Event("NEW", 6, when=(kept, f"({changed})")),)
 
     def _child(self, name: str, parent: Table, attributes: list[MultiValued]) -> list[_Trigger]:
         """A child table's rows are values of its parent's attributes ``child.column``."""
