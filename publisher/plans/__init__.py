@@ -74,6 +74,8 @@ class Reduced:
     exceptions: list[Note]  # the rows that are not S (E and W), by record_id
     loopback: int  # rows consumed unpublished: the publisher's own changes (reduce/loopback.py)
     not_selected: int  # rows consumed unpublished: tables left out (reduce/selection.py)
+    # --lineage: each row's fate but the E rows' (rows.LINEAGE; delivery/lineage.py)
+    fates: pa.Table | None = None
 
 
 @dataclass(frozen=True)

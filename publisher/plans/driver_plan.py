@@ -10,8 +10,9 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from publisher.delivery.lineage import consumed_fates
 from publisher.delivery.ordered import in_memory, split_reduced
-from publisher.model.rows import OBJECT_ROWS
+from publisher.model.rows import LINEAGE, OBJECT_ROWS
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
@@ -41,7 +42,8 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     classify = p.classify_rows(
         catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
-    census = Census()
+    lineage = settings.lineage is not None
+    census = Census(consumed={} if lineage else None)
     classified = []
     for batch in classify(_batches(source.pending_rows())):
         census.add(batch)
@@ -49,10 +51,14 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     phases.begin("reducing and rendering", rows=census.rows)
     rows = map(p.object_rows, [*classified, *_state(source, census)])
     objects = p.in_object_order(pa.Table.from_batches(rows, OBJECT_ROWS.arrow))
-    commands, noted = [], []
-    for batch in object_pass(catalogue)(_batches(objects)):
-        rendered, notes = split_reduced(batch)
+    commands, noted, fated = [], [], []
+    for batch in object_pass(catalogue, lineage)(_batches(objects)):
+        rendered, notes, live = split_reduced(batch)
         commands.append(rendered)
         noted += notes
+        fated.append(live)
+    fates = None
+    if lineage:
+        fates = pa.concat_tables([consumed_fates(census.consumed), pa.Table.from_batches(fated, LINEAGE.arrow)])
     return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]),
-                   census.loopback, census.not_selected)
+                   census.loopback, census.not_selected, fates)

@@ -9,6 +9,7 @@ at most KEYED_READ_LIMIT objects are asked, else whole."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 
 from publisher.model.rows import NOTES, Note
 from publisher.model.statuses import Status
+from publisher.reduce.loopback import LOOPBACK
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.reduce.status_ranges import consecutive_runs, merge_runs
 from publisher.source.query_back import KEYED_READ_LIMIT
@@ -34,6 +36,9 @@ class Census:
     wanted: dict[str, Keys | None] = field(default_factory=dict)
     loopback: int = 0  # rows consumed unpublished: the publisher's own changes
     not_selected: int = 0  # rows consumed unpublished: of tables the selection leaves out
+    # With --lineage (``consumed`` not None): the record_ids of those rows as runs, by the
+    # rule the lineage record names (LOOPBACK, NOT_SELECTED).
+    consumed: dict[str, list[tuple[int, int]]] | None = None
 
     @property
     def rows(self) -> int:
@@ -51,7 +56,10 @@ class Census:
         done = pc.equal(status, Status.DONE)
         left_out = pc.sum(pc.and_(done, pc.equal(batch.column("reason"), NOT_SELECTED))).as_py() or 0
         self.not_selected += left_out
-        self.loopback += (pc.sum(done).as_py() or 0) - left_out
+        looped = (pc.sum(done).as_py() or 0) - left_out
+        self.loopback += looped
+        if self.consumed is not None and (left_out or looped):
+            self._consume(batch.filter(done))
         asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
         tables = asks.column("table_name")
         for table_name in pc.unique(tables).to_pylist():
@@ -63,6 +71,16 @@ class Census:
             keys = pa.ListArray.from_arrays(offsets, values).to_pylist()
             self._want(table_name, set(map(tuple, keys)))
 
+    def _consume(self, done: pa.RecordBatch) -> None:
+        ids = done.column("record_id")
+        left_out = pc.fill_null(pc.equal(done.column("reason"), NOT_SELECTED), False)
+        for rule, mask in ((NOT_SELECTED, left_out), (LOOPBACK, pc.invert(left_out))):
+            lows, highs = consecutive_runs(ids.filter(mask).to_numpy())
+            self._add_consumed(rule, zip(lows.tolist(), highs.tolist()))
+
+    def _add_consumed(self, rule: str, runs: Iterable[tuple[int, int]]) -> None:
+        self.consumed[rule] = merge_runs([*self.consumed.get(rule, []), *runs])
+
     def _want(self, table_name: str, keys: Keys | None) -> None:
         known = self.wanted.get(table_name, set())
         both = None if known is None or keys is None else known | keys
@@ -73,6 +91,10 @@ class Census:
         self.rejected += other.rejected
         self.loopback += other.loopback
         self.not_selected += other.not_selected
+        if other.consumed is not None:
+            self.consumed = self.consumed or {}
+            for rule, runs in other.consumed.items():
+                self._add_consumed(rule, runs)
         for table_name, keys in other.wanted.items():
             self._want(table_name, keys)
         return self

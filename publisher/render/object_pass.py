@@ -5,7 +5,8 @@ events read.
 
 What comes out (rows.REDUCED) is one row per command (cmd_time, cmd_id, xml) and one per
 row whose status is not S (record_id, status, reason): a cycle's statuses are S but for
-these few."""
+these few. With ``lineage``, also one per live row that is not E, its fate (record_id and
+the cmd_id of its command, or the rule that consumed it: docs/delivery.md, Lineage)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from publisher.model.catalogue import Catalogue
 from publisher.model.rows import EVENT, REDUCED
 from publisher.model.statuses import Status, failure_reason, reason_text
 from publisher.reduce.query_back_state import read_back
-from publisher.reduce.rules import Event, Statuses, object_commands
+from publisher.reduce.rules import NOTHING_TO_SEND, Event, Statuses, object_runs
 from publisher.render.xds import command_xml
 
 _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
@@ -50,10 +51,28 @@ def _cell_rows(cells: pa.ListArray) -> list[tuple]:
     return list(zip(*(field.to_pylist() for field in part.flatten())))
 
 
+def _fates(runs: list, events: list[Event]) -> list[tuple]:
+    """The fate of each of an object's events that is not E, as rows.REDUCED: the command
+    its run became, or why it was consumed."""
+    fates = []
+    for command, run in runs:
+        if command is None:
+            fates += [REDUCED.row(record_id=e.record_id, rule=NOTHING_TO_SEND) for e in run]
+        else:
+            fates += [REDUCED.row(record_id=e.record_id, cmd_id=command.event_id) for e in run]
+    fates += [
+        REDUCED.row(record_id=e.record_id, rule=e.rule, superseded_by=e.superseded_by)
+        for e in events
+        if e.superseded
+    ]
+    return fates
+
+
 def object_pass(
-    catalogue: Catalogue,
+    catalogue: Catalogue, lineage: bool = False
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED."""
+    """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED, with each live row's fate when
+    ``lineage``."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The pass makes no reference cycles, and each of the collector's runs would scan
@@ -74,10 +93,14 @@ def object_pass(
             try:
                 state = read_back(cells)
                 table = catalogue.tables[obj[0]]
+                runs = object_runs(table, catalogue.schema, events, lambda: state, statuses)
                 rendered = [
                     REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=command_xml(command))
-                    for command in object_commands(table, catalogue.schema, events, lambda: state, statuses)
+                    for command, _ in runs
+                    if command
                 ]
+                if lineage:
+                    rendered += _fates(runs, events)
             except Exception as exc:  # whatever fails for one object fails its rows alone
                 reason = failure_reason(exc)
                 statuses = {e.record_id: (Status.ERROR, reason) for e in events}
