@@ -45,23 +45,23 @@ class Documents:
         self.ids += cmd_ids
 
     def places(self, cmd_ids: pa.Array) -> tuple[pa.Array, pa.Array]:
-        """The name of the document holding each of ``cmd_ids`` (NULL: none) and the
-        command's 1-based index in it."""
+        """The ``,"document":NAME`` piece of the line of each of ``cmd_ids`` (NULL: in no
+        document), and the command's 1-based index in its document."""
         if self._found is None:
             counts = np.array(self.counts, np.int64)
             firsts = np.cumsum(counts) - counts  # each document's first command's position
             ids = np.array(self.ids, np.int64)
             document = np.repeat(np.arange(len(counts)), counts)
             index = np.arange(len(ids)) - np.repeat(firsts, counts) + 1
-            self._found = ids, np.argsort(ids), document, index
-        ids, sorter, document, index = self._found
+            named = _field("document", _json_strings(pa.array(self.names, pa.string())))
+            self._found = ids, np.argsort(ids), document, index, named
+        ids, sorter, document, index, named = self._found
         wanted = pc.fill_null(cmd_ids, -1).to_numpy()  # a cmd_id is a record_id: never -1
         if not len(ids):
             return pa.nulls(len(wanted), pa.string()), pa.nulls(len(wanted), pa.int64())
         at = sorter[np.minimum(np.searchsorted(ids, wanted, sorter=sorter), len(ids) - 1)]
         missing = ids[at] != wanted
-        names = pa.array(self.names, pa.string()).take(pa.array(document[at], mask=missing))
-        return names, pa.array(index[at], mask=missing)
+        return named.take(pa.array(document[at], mask=missing)), pa.array(index[at], mask=missing)
 
 
 def consumed_fates(consumed: dict[str, list[tuple[int, int]]] | None) -> pa.Table:
@@ -98,11 +98,11 @@ def _lines(rows: pa.Table, notes: pa.RecordBatch, documents: Documents) -> pa.Ar
     text = lambda values: pc.cast(values, pa.string())  # noqa: E731
     ids = column("record_id")
     noted = pc.index_in(ids, notes.column("record_id"))
-    names, index = documents.places(column("cmd_id"))
+    document, index = documents.places(column("cmd_id"))
     pieces = [
         '{"record_id":', text(ids),
         ',"status":"', pc.fill_null(notes.column("status").take(noted), Status.DONE), '"',
-        _field("document", _json_strings(names)),
+        document,
         _field("command", text(index)),
         _field("rule", _json_strings(column("rule"))),
         _field("superseded_by", text(column("superseded_by"))),
