@@ -60,7 +60,8 @@ def _commands(out: Path) -> dict[str, list[etree._Element]]:
     return {f.name: list(etree.parse(str(f)).getroot().find("input")) for f in out.glob("*.xml")}
 
 
-@pytest.mark.parametrize(("database", "record_name"), [("sqlite", "lineage.jsonl"), ("postgresql", "lineage/")])
+@pytest.mark.parametrize(("database", "record_name"),
+                         [("sqlite", "lineage.jsonl"), ("postgresql", "lineage/"), ("mariadb", "lineage/")])
 def test_the_lineage_names_the_right_document_for_every_row(database, record_name, tmp_path, spark):
     if database == "sqlite":
         url, schema = f"sqlite:///{tmp_path / 'backlog.db'}", "indirect"
@@ -87,10 +88,11 @@ def test_the_lineage_names_the_right_document_for_every_row(database, record_nam
         statuses = {r["record_id"]: r["status"] for r in _log_rows(url, prefix)[: len(rows)]}
         engine.dispose()
     finally:
-        if database != "sqlite":
+        if database != "sqlite":  # a MariaDB schema is a database
+            drop = "DROP SCHEMA IF EXISTS {} CASCADE" if database == "postgresql" else "DROP DATABASE IF EXISTS {}"
             engine = sa.create_engine(url)
             with engine.begin() as conn:
-                conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                conn.execute(sa.text(drop.format(schema)))
             engine.dispose()
 
     assert _lines(records["spark"]) == _lines(records["driver"])
