@@ -186,7 +186,7 @@ class LineageRecord:
 def _without_command(ids: pa.Array, rule: str | None = None) -> pa.Table:
     """Rows of rows.LINEAGE that no command carried: consumed by ``rule``, or E (None)."""
     n = len(ids)
-    rules = pa.array([rule] * n, pa.string())
+    rules = pa.repeat(pa.scalar(rule, pa.string()), n)
     return pa.table([ids, pa.nulls(n, pa.int64()), rules, pa.nulls(n, pa.int64())], schema=LINEAGE.arrow)
 
 

@@ -18,6 +18,7 @@ from itertools import pairwise
 import pyarrow as pa
 
 from publisher.model.catalogue import Catalogue
+from publisher.model.commands import Command
 from publisher.model.rows import EVENT, REDUCED
 from publisher.model.statuses import Status, failure_reason, reason_text
 from publisher.reduce.query_back_state import read_back
@@ -51,7 +52,7 @@ def _cell_rows(cells: pa.ListArray) -> list[tuple]:
     return list(zip(*(field.to_pylist() for field in part.flatten())))
 
 
-def _fates(runs: list, events: list[Event]) -> list[tuple]:
+def _fates(runs: list[tuple[Command | None, list[Event]]], events: list[Event]) -> list[tuple]:
     """The fate of each of an object's events that is not E, as rows.REDUCED: the command
     its run became, or why it was consumed."""
     fates = []
