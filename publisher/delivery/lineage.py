@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,8 @@ from publisher.errors import SinkError
 from publisher.model.rows import LINEAGE, NOTES, Note
 from publisher.model.statuses import Status
 
-LINES_AT_ONCE = 1_000_000  # lines made and written at once: bounds the memory they take
+LINES_AT_ONCE = 200_000  # lines made at once by a thread
+MAKING_THREADS = os.cpu_count() or 1  # the Spark tasks are over: the cores are free
 # What a JSON string must escape (json.dumps with ensure_ascii=False escapes these alone).
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 
@@ -37,31 +40,35 @@ class Documents:
         self.names: list[str] = []
         self.counts: list[int] = []
         self.ids: list[int] = []
-        self._found: tuple[np.ndarray, ...] | None = None
 
     def add(self, name: str, cmd_ids: Sequence[int]) -> None:
         self.names.append(name)
         self.counts.append(len(cmd_ids))
         self.ids += cmd_ids
 
-    def places(self, cmd_ids: pa.Array) -> tuple[pa.Array, pa.Array]:
+
+class _Places:
+    """Where each command of ``documents`` is: its document and its index there."""
+
+    def __init__(self, documents: Documents) -> None:
+        counts = np.array(documents.counts, np.int64)
+        firsts = np.cumsum(counts) - counts  # each document's first command's position
+        self.ids = np.array(documents.ids, np.int64)
+        self.sorter = np.argsort(self.ids)
+        self.document = np.repeat(np.arange(len(counts)), counts)
+        self.index = np.arange(len(self.ids)) - np.repeat(firsts, counts) + 1
+        self.named = _field("document", _json_strings(pa.array(documents.names, pa.string())))
+
+    def of(self, cmd_ids: pa.Array) -> tuple[pa.Array, pa.Array]:
         """The ``,"document":NAME`` piece of the line of each of ``cmd_ids`` (NULL: in no
         document), and the command's 1-based index in its document."""
-        if self._found is None:
-            counts = np.array(self.counts, np.int64)
-            firsts = np.cumsum(counts) - counts  # each document's first command's position
-            ids = np.array(self.ids, np.int64)
-            document = np.repeat(np.arange(len(counts)), counts)
-            index = np.arange(len(ids)) - np.repeat(firsts, counts) + 1
-            named = _field("document", _json_strings(pa.array(self.names, pa.string())))
-            self._found = ids, np.argsort(ids), document, index, named
-        ids, sorter, document, index, named = self._found
+        ids = self.ids
         wanted = pc.fill_null(cmd_ids, -1).to_numpy()  # a cmd_id is a record_id: never -1
         if not len(ids):
             return pa.nulls(len(wanted), pa.string()), pa.nulls(len(wanted), pa.int64())
-        at = sorter[np.minimum(np.searchsorted(ids, wanted, sorter=sorter), len(ids) - 1)]
+        at = self.sorter[np.minimum(np.searchsorted(ids, wanted, sorter=self.sorter), len(ids) - 1)]
         missing = ids[at] != wanted
-        return named.take(pa.array(document[at], mask=missing)), pa.array(index[at], mask=missing)
+        return self.named.take(pa.array(self.document[at], mask=missing)), pa.array(self.index[at], mask=missing)
 
 
 def consumed_fates(consumed: dict[str, list[tuple[int, int]]] | None) -> pa.Table:
@@ -91,14 +98,14 @@ def _field(name: str, values: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(f',"{name}":', values, "")
 
 
-def _lines(rows: pa.Table, notes: pa.RecordBatch, documents: Documents) -> pa.Array:
+def _lines(rows: pa.Table, notes: pa.RecordBatch, places: _Places) -> pa.Array:
     """The JSON lines of ``rows`` (rows.LINEAGE), each line's status and reason from
     ``notes`` (rows.NOTES: E and W; the others are S)."""
     column = lambda name: rows.column(name).combine_chunks()  # noqa: E731
     text = lambda values: pc.cast(values, pa.string())  # noqa: E731
     ids = column("record_id")
     noted = pc.index_in(ids, notes.column("record_id"))
-    document, index = documents.places(column("cmd_id"))
+    document, index = places.of(column("cmd_id"))
     pieces = [
         '{"record_id":', text(ids),
         ',"status":"', pc.fill_null(notes.column("status").take(noted), Status.DONE), '"',
@@ -110,6 +117,19 @@ def _lines(rows: pa.Table, notes: pa.RecordBatch, documents: Documents) -> pa.Ar
         "}\n",
     ]
     return pc.binary_join_element_wise(*pieces, "", null_handling="replace", null_replacement="")
+
+
+def _made(rows: pa.Table, notes: pa.RecordBatch, places: _Places) -> Iterator[pa.Array]:
+    """The lines of ``rows``, a stretch at a time, in order: the stretches made by threads at
+    once (Arrow's kernels let go of the GIL), MAKING_THREADS ahead of the writing at most."""
+    with ThreadPoolExecutor(MAKING_THREADS) as pool:
+        making: deque[Future] = deque()
+        for start in range(0, rows.num_rows, LINES_AT_ONCE):
+            making.append(pool.submit(_lines, rows.slice(start, LINES_AT_ONCE), notes, places))
+            if len(making) > MAKING_THREADS:
+                yield making.popleft().result()
+        while making:
+            yield making.popleft().result()
 
 
 def _bytes(lines: pa.Array) -> memoryview:
@@ -147,8 +167,7 @@ class LineageRecord:
         rows = pa.concat_tables([fates, _without_command(rejected)]).sort_by("record_id")
         if not rows.num_rows:
             return 0
-        chunks = (_lines(rows.slice(start, LINES_AT_ONCE), notes, documents)
-                  for start in range(0, rows.num_rows, LINES_AT_ONCE))
+        chunks = _made(rows, notes, _Places(documents))
         try:
             if self.is_folder:
                 first = rows.column("record_id")[0].as_py()

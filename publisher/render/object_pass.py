@@ -52,21 +52,45 @@ def _cell_rows(cells: pa.ListArray) -> list[tuple]:
     return list(zip(*(field.to_pylist() for field in part.flatten())))
 
 
-def _fates(runs: list[tuple[Command | None, list[Event]]], events: list[Event]) -> list[tuple]:
-    """The fate of each of an object's events that is not E, as rows.REDUCED: the command
-    its run became, or why it was consumed."""
-    fates = []
-    for command, run in runs:
-        if command is None:
-            fates += [REDUCED.row(record_id=e.record_id, rule=NOTHING_TO_SEND) for e in run]
-        else:
-            fates += [REDUCED.row(record_id=e.record_id, cmd_id=command.event_id) for e in run]
-    fates += [
-        REDUCED.row(record_id=e.record_id, rule=e.rule, superseded_by=e.superseded_by)
-        for e in events
-        if e.superseded
-    ]
-    return fates
+class _Fates:
+    """The fates of a partition's events that are not E (--lineage), column by column: a
+    row tuple each would cost more than the rest of the pass does for the event."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.cmd_ids: list[int | None] = []
+        self.rules: list[str | None] = []
+        self.superseding: list[int | None] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, runs: list[tuple[Command | None, list[Event]]], events: list[Event]) -> None:
+        """An object's events: each one's command, or why it was consumed."""
+        for command, run in runs:
+            cmd_id, rule = (None, NOTHING_TO_SEND) if command is None else (command.event_id, None)
+            for e in run:
+                self._add(e.record_id, cmd_id, rule, None)
+        for e in events:
+            if e.superseded:
+                self._add(e.record_id, None, e.rule, e.superseded_by)
+
+    def _add(self, record_id: int, cmd_id: int | None, rule: str | None, by: int | None) -> None:
+        self.ids.append(record_id)
+        self.cmd_ids.append(cmd_id)
+        self.rules.append(rule)
+        self.superseding.append(by)
+
+    def batch(self) -> pa.RecordBatch:
+        """The fates as rows.REDUCED (the other columns NULL), and none kept."""
+        given = {"record_id": self.ids, "cmd_id": self.cmd_ids, "rule": self.rules,
+                 "superseded_by": self.superseding}
+        n = len(self.ids)
+        columns = [pa.array(given[f.name], f.type) if f.name in given else pa.nulls(n, f.type)
+                   for f in REDUCED.arrow]
+        for kept in given.values():
+            kept.clear()
+        return pa.RecordBatch.from_arrays(columns, schema=REDUCED.arrow)
 
 
 def object_pass(
@@ -88,6 +112,7 @@ def object_pass(
 
     def _reduced(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[tuple] = []
+        fates = _Fates()
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
             statuses: Statuses = {}
@@ -100,8 +125,8 @@ def object_pass(
                     for command, _ in runs
                     if command
                 ]
-                if lineage:
-                    rendered += _fates(runs, events)
+                if lineage:  # last: nothing of the object is kept when something fails
+                    fates.add(runs, events)
             except Exception as exc:  # whatever fails for one object fails its rows alone
                 reason = failure_reason(exc)
                 statuses = {e.record_id: (Status.ERROR, reason) for e in events}
@@ -139,8 +164,12 @@ def object_pass(
             if len(out) >= _BATCH_ROWS:
                 yield REDUCED.batch(out)
                 out.clear()
+            if len(fates) >= _BATCH_ROWS:
+                yield fates.batch()
         if events:
             publish(current, _cells(found, children), events)
         yield REDUCED.batch(out)
+        if fates:
+            yield fates.batch()
 
     return reduce_partition
