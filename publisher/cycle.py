@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
+from publisher.delivery.lineage import Documents, LineageRecord
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import EarlyStatuses, write_statuses
@@ -212,6 +213,8 @@ def _cycle(
 ) -> CycleReport:
     report = CycleReport()
     phases = Phases(report, progress)
+    lineage = LineageRecord(settings.lineage) if settings.lineage else None
+    documents = Documents() if lineage else None
     with ExitStack() as scratch:
         if source.count() <= settings.small_cycle_rows:
             from publisher.plans.driver_plan import reduce_in_driver
@@ -225,7 +228,10 @@ def _cycle(
             reduced = reduce_on_spark(settings, source, work, phases)
         phases.begin("writing documents", commands=reduced.commands.total)
         report.commands = reduced.commands.total
-        report.documents = sink.publish(reduced.commands)
+        report.documents = sink.publish(reduced.commands, documents)
+    if lineage is not None:  # durable after the documents, before the statuses
+        phases.begin("writing lineage")
+        lineage.write(reduced.fates, reduced.exceptions, documents)
     ranges = status_ranges(reduced.runs, ((r.record_id, r.status) for r in reduced.exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import shutil
 import socket
@@ -431,14 +432,21 @@ def test_a_backlog_reaches_jetstream_once_in_order_by_subject_of_its_class(sampl
     rows = backlog(sample_db)
     expected = directory_export(sample_db, tmp_path / "folder")
     stream, prefix = jetstream.stream()
+    lineage = tmp_path / "lineage.jsonl"
 
-    run = export(sample_db, jetstream.url(stream, f"{prefix}.xds.{{class}}"))
+    run = export(sample_db, jetstream.url(stream, f"{prefix}.xds.{{class}}"), "--lineage", str(lineage))
 
     assert run.returncode == 0, run.stderr
     assert sample_db.statuses() == dict.fromkeys(range(1, rows + 1), "S")
     stored = jetstream.stored(stream)
     assert_delivered_as(stored, expected)
     assert [d.route for d in stored] == [f"{prefix}.xds.{first_class(d)}" for d in expected]
+    # The lineage names each row's message and command (docs/delivery.md, Lineage).
+    commands = {d.name: list(etree.fromstring(d.body).find("input")) for d in stored}
+    lines = [json.loads(line) for line in lineage.read_text().splitlines()]
+    assert [line["record_id"] for line in lines] == list(range(1, rows + 1))
+    for line in lines:  # each row is a command of its own
+        assert commands[line["document"]][line["command"] - 1].get("event-id") == str(line["record_id"])
 
 
 @pytest.mark.parametrize("broker", ["rabbitmq", "nats"])

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from publisher.errors import SinkError
-from publisher.model.rows import COMMANDS, NOTES, Note
+from publisher.model.rows import COMMANDS, LINEAGE, NOTES, Note
 
 CHUNK = 8_192  # commands put in order at once
 RUN_BATCH_ROWS = 1_024  # commands per batch of a run file: the driver holds one a run
@@ -105,6 +105,10 @@ class OrderedCommands:
         )
         self.total = len(self.order)
 
+    def ids_in_order(self) -> np.ndarray:
+        """The commands' cmd_ids, in output order."""
+        return self.ids[self.order]
+
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         for ids, xml in self.chunks():
             yield from zip(ids, xml)
@@ -126,13 +130,15 @@ class OrderedCommands:
             yield self.ids[positions].tolist(), [next(pieces[owner]) for owner in owners.tolist()]
 
 
-def split_reduced(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[Note]]:
-    """An object-pass batch (rows.REDUCED) as its commands (rows.COMMANDS) and its rows
-    that are not S."""
+def split_reduced(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[Note], pa.RecordBatch]:
+    """An object-pass batch (rows.REDUCED) as its commands (rows.COMMANDS), its rows that
+    are not S, and its rows' fates (rows.LINEAGE; none without --lineage)."""
     rendered = pc.is_valid(batch.column("xml"))
+    noted = pc.is_valid(batch.column("status"))
     commands = batch.filter(rendered).select(list(COMMANDS.names))
-    notes = batch.filter(pc.invert(rendered)).select(list(NOTES.names))
-    return commands, [Note(*row.values()) for row in notes.to_pylist()]
+    notes = batch.filter(noted).select(list(NOTES.names))
+    fates = batch.filter(pc.invert(pc.or_(rendered, noted))).select(list(LINEAGE.names))
+    return commands, [Note(*row.values()) for row in notes.to_pylist()], fates
 
 
 def in_memory(commands: Iterable[pa.RecordBatch]) -> OrderedCommands:
@@ -158,3 +164,10 @@ def spilled_commands(reports: Iterable) -> tuple[OrderedCommands, list[Note]]:
     runs = [r.path for r in reports if r.path and r.commands]
     notes = [Note(r.record_id, r.status, r.reason) for r in reports if r.record_id is not None]
     return OrderedCommands(runs), notes
+
+
+def spilled_fates(reports: Iterable) -> pa.Table:
+    """The rows' fates (rows.LINEAGE) the spill writers' reports (rows.SPILLED) name,
+    read into memory (the work folder goes before the lineage record is written)."""
+    files = [r.fates for r in reports if r.fates]
+    return pa.concat_tables([ipc.open_file(f).read_all() for f in files] or [LINEAGE.arrow.empty_table()])

@@ -11,9 +11,12 @@ that every module builds a row by its columns' names, never by position.
     EXCHANGED   what a task that writes rows for the shuffle by object reports: a file of
                 one bucket's rows, a range it read and its digest (a triggerless read,
                 plans/triggerless_plan.py), or a failure (plans/exchange.py)
-    REDUCED     a rendered command, or a row whose status is not S (render/object_pass.py)
+    REDUCED     a rendered command, a row whose status is not S, or (with --lineage) a
+                live row's fate (render/object_pass.py)
+    LINEAGE     a row's fate: the command it joined, or the rule that consumed it
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
-    SPILLED     what a spill writer reports: its file of commands, a row not S, or a failure
+    SPILLED     what a spill writer reports: its file of commands or of fates, a row not
+                S, or a failure
     COMPARED    what a triggerless comparing task reports (plans/triggerless_plan.py)
     NOTES       rows whose status is not S, and why
 """
@@ -130,7 +133,15 @@ REDUCED = RowShape(
         ("record_id", "BIGINT"),
         ("status", "STRING"),
         ("reason", "STRING"),
+        ("rule", "STRING"),
+        ("superseded_by", "BIGINT"),
     ),
+)
+# A row's fate in the lineage record (docs/delivery.md, Lineage): the cmd_id of the
+# command that carried it, or the rule that consumed it (and the row that superseded it).
+LINEAGE = RowShape(
+    "LineageRow",
+    (("record_id", "BIGINT"), ("cmd_id", "BIGINT"), ("rule", "STRING"), ("superseded_by", "BIGINT")),
 )
 COMMANDS = RowShape(
     "CommandRow", (("cmd_time", "DOUBLE"), ("cmd_id", "BIGINT"), ("xml", "BINARY"))
@@ -144,6 +155,7 @@ SPILLED = RowShape(
         ("status", "STRING"),
         ("reason", "STRING"),
         ("error", "STRING"),
+        ("fates", "STRING"),  # the file of the task's rows.LINEAGE (--lineage)
     ),
 )
 # What a triggerless comparing task reports (plans/triggerless_plan.py): its file of

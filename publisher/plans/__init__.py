@@ -75,6 +75,8 @@ class Reduced:
     loopback: int  # rows consumed unpublished: the publisher's own changes (reduce/loopback.py)
     not_selected: int  # rows consumed unpublished: tables left out (reduce/selection.py)
     excluded: int = 0  # rows consumed unpublished: excluded columns (reduce/exclusion.py)
+    # --lineage: each row's fate but the E rows' (rows.LINEAGE; delivery/lineage.py)
+    fates: pa.Table | None = None
 
 
 @dataclass(frozen=True)

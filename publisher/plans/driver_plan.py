@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from publisher.delivery.lineage import consumed_fates
 from publisher.delivery.ordered import in_memory, split_reduced
-from publisher.model.rows import OBJECT_ROWS
+from publisher.model.rows import LINEAGE, OBJECT_ROWS
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
@@ -53,7 +54,8 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
     classify = p.classify_rows(
         catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
-    census = Census()
+    lineage = settings.lineage is not None
+    census = Census(consumed={} if lineage else None)
     classified = []
     for batch in classify(batches(source.pending_rows())):
         census.add(batch)
@@ -67,11 +69,15 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
 def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> Reduced:
     """The cycle's commands and statuses, computed in this process."""
     found = objects_in_driver(settings, source, phases)
-    commands, noted = [], []
-    for batch in object_pass(source.catalogue)(batches(found.objects)):
-        rendered, notes = split_reduced(batch)
+    census, lineage = found.census, settings.lineage is not None
+    commands, noted, fated = [], [], []
+    for batch in object_pass(source.catalogue, lineage)(batches(found.objects)):
+        rendered, notes, live = split_reduced(batch)
         commands.append(rendered)
         noted += notes
-    census = found.census
+        fated.append(live)
+    fates = None
+    if lineage:
+        fates = pa.concat_tables([consumed_fates(census.consumed), pa.Table.from_batches(fated, LINEAGE.arrow)])
     return Reduced(in_memory(commands), census.runs, sorted([*census.rejected, *noted]),
-                   census.loopback, census.not_selected, census.excluded)
+                   census.loopback, census.not_selected, census.excluded, fates)

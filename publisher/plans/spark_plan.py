@@ -9,7 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from publisher.delivery.ordered import spilled_commands
+import pyarrow as pa
+
+from publisher.delivery.lineage import consumed_fates
+from publisher.delivery.ordered import spilled_commands, spilled_fates
 from publisher.model.rows import SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.plans.exchange import Exchange
@@ -62,7 +65,8 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     rows = source.count()
     parts = census_parts(spark.sparkContext)
     exchange = Exchange(spark, work, rows)
-    exchange.write([frame(spark, source.pending_read(parts_for(rows)), counted(classify, parts))])
+    lineage = settings.lineage is not None
+    exchange.write([frame(spark, source.pending_read(parts_for(rows)), counted(classify, parts, lineage))])
     census = whole(parts.value)
     source.mark_early(census.runs, census.rejected)
 
@@ -72,8 +76,10 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     phases.begin("reducing and rendering", rows=census.rows)
     exchange.write(state_frames(spark, census.wanted, source.catalogue, read))
     numbers, objects = exchange.objects()
-    passes = object_pass(source.catalogue)
+    passes = object_pass(source.catalogue, lineage)
     spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
-    commands, noted = spilled_commands(numbers.mapInArrow(spill, SPILLED.ddl).collect())
+    reports = numbers.mapInArrow(spill, SPILLED.ddl).collect()
+    commands, noted = spilled_commands(reports)
+    fates = pa.concat_tables([consumed_fates(census.consumed), spilled_fates(reports)]) if lineage else None
     return Reduced(commands, census.runs, sorted([*census.rejected, *noted]),
-                   census.loopback, census.not_selected, census.excluded)
+                   census.loopback, census.not_selected, census.excluded, fates)

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from publisher.delivery.documents import create_temporary
 from publisher.delivery.ordered import Passes, sorted_run, split_reduced
-from publisher.model.rows import SPILLED
+from publisher.model.rows import LINEAGE, SPILLED
 from publisher.reduce.census import Census
 
 
@@ -22,12 +23,13 @@ def _partition() -> int:
     return TaskContext.get().partitionId()
 
 
-def counted(classify: Passes, parts) -> Passes:
+def counted(classify: Passes, parts, lineage: bool = False) -> Passes:
     """``classify`` (a mapInArrow body giving rows.CLASSIFIED) that also adds its task's
-    census to the accumulator ``parts`` (of census_parts), as {partition: Census}."""
+    census to the accumulator ``parts`` (of census_parts), as {partition: Census}; with
+    ``lineage``, the census keeps the record_ids of the rows consumed unpublished."""
 
     def classify_counting(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        census = Census()
+        census = Census(consumed={} if lineage else None)
         for batch in classify(batches):
             census.add(batch)
             yield batch
@@ -72,20 +74,35 @@ def spill(directory: Path, name: str, write: Callable[[BinaryIO], int]) -> tuple
     return SPILLED.row(path=str(path), commands=count)
 
 
+def _arrow_file(batches: list[pa.RecordBatch], stream: BinaryIO) -> int:
+    """``batches`` (rows.LINEAGE) as an Arrow file; how many rows."""
+    with ipc.new_file(stream, LINEAGE.arrow) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return sum(batch.num_rows for batch in batches)
+
+
 def spill_writer(directory: str, passes: Passes) -> Passes:
     """mapInArrow body around the object pass (``passes``, giving rows.REDUCED): its commands,
-    sorted, into a file of this task's in ``directory`` (delivery/ordered.py); reports
-    (rows.SPILLED) the file and how many commands it holds, each row that is not S, or why
-    the file could not be written."""
+    sorted, into a file of this task's in ``directory`` (delivery/ordered.py), and the
+    rows' fates (--lineage) into another; reports (rows.SPILLED) the files and how many
+    commands there are, each row that is not S, or why a file could not be written."""
 
     def spill_commands(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        commands, notes = [], []
+        commands, notes, fates = [], [], []
         for batch in passes(batches):
-            rendered, noted = split_reduced(batch)
+            rendered, noted, fated = split_reduced(batch)
             commands.append(rendered)
             notes += noted
-        name = f"commands-{_partition():05d}.arrow"
-        spilled = spill(Path(directory), name, lambda stream: sorted_run(commands, stream))
+            if fated.num_rows:
+                fates.append(fated)
+        partition = _partition()
+        spilled = spill(Path(directory), f"commands-{partition:05d}.arrow",
+                        lambda stream: sorted_run(commands, stream))
+        if spilled.error is None and fates:
+            kept = spill(Path(directory), f"fates-{partition:05d}.arrow",
+                         lambda stream: _arrow_file(fates, stream))
+            spilled = kept if kept.error is not None else spilled._replace(fates=kept.path)
         if spilled.error is not None:
             yield SPILLED.batch([spilled])
             return

@@ -9,6 +9,7 @@ at most KEYED_READ_LIMIT objects are asked, else whole."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 from publisher.model.rows import NOTES, Note
 from publisher.model.statuses import Status
 from publisher.reduce.exclusion import EXCLUDED
+from publisher.reduce.loopback import LOOPBACK
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.reduce.status_ranges import consecutive_runs, merge_runs
 from publisher.source.query_back import KEYED_READ_LIMIT
@@ -36,6 +38,9 @@ class Census:
     loopback: int = 0  # rows consumed unpublished: the publisher's own changes
     not_selected: int = 0  # rows consumed unpublished: of tables the selection leaves out
     excluded: int = 0  # rows consumed unpublished: naming an excluded column
+    # With --lineage (``consumed`` not None): the record_ids of those rows as runs, by the
+    # rule the lineage record names (LOOPBACK, NOT_SELECTED, EXCLUDED).
+    consumed: dict[str, list[tuple[int, int]]] | None = None
 
     @property
     def rows(self) -> int:
@@ -56,7 +61,10 @@ class Census:
         excluded = pc.sum(pc.and_(done, pc.equal(reason, EXCLUDED))).as_py() or 0
         self.not_selected += left_out
         self.excluded += excluded
-        self.loopback += (pc.sum(done).as_py() or 0) - left_out - excluded
+        looped = (pc.sum(done).as_py() or 0) - left_out - excluded
+        self.loopback += looped
+        if self.consumed is not None and (left_out or looped or excluded):
+            self._consume(batch.filter(done))
         asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
         tables = asks.column("table_name")
         for table_name in pc.unique(tables).to_pylist():
@@ -67,6 +75,16 @@ class Census:
             offsets = pc.subtract(pairs.offsets, pairs.offsets[0])
             keys = pa.ListArray.from_arrays(offsets, values).to_pylist()
             self._want(table_name, set(map(tuple, keys)))
+
+    def _consume(self, done: pa.RecordBatch) -> None:
+        ids, reason = done.column("record_id"), done.column("reason")
+        masks = [(rule, pc.fill_null(pc.equal(reason, rule), False)) for rule in (NOT_SELECTED, EXCLUDED)]
+        for rule, mask in [*masks, (LOOPBACK, pc.is_null(reason))]:
+            lows, highs = consecutive_runs(ids.filter(mask).to_numpy())
+            self._add_consumed(rule, zip(lows.tolist(), highs.tolist()))
+
+    def _add_consumed(self, rule: str, runs: Iterable[tuple[int, int]]) -> None:
+        self.consumed[rule] = merge_runs([*self.consumed.get(rule, []), *runs])
 
     def _want(self, table_name: str, keys: Keys | None) -> None:
         known = self.wanted.get(table_name, set())
@@ -79,6 +97,10 @@ class Census:
         self.loopback += other.loopback
         self.not_selected += other.not_selected
         self.excluded += other.excluded
+        if other.consumed is not None:
+            self.consumed = self.consumed or {}
+            for rule, runs in other.consumed.items():
+                self._add_consumed(rule, runs)
         for table_name, keys in other.wanted.items():
             self._want(table_name, keys)
         return self

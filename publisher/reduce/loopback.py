@@ -7,6 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+LOOPBACK = "loopback"  # the rule the lineage record names for such a row
+
 
 def loopback_user(
     publisher_user: str | None, url_user: str | None, allow_loopback: bool

@@ -47,6 +47,8 @@ QUERY_BACK_BEATS_FIELD = "query-back beats field"
 ROW_BEATS_FIELD = "row beats field"
 BEFORE_A_DELETE = "before a delete"
 VANISHED = "query-back of a vanished row"
+# Why a live row was consumed in a run whose modify has no attribute, and is not sent.
+NOTHING_TO_SEND = "no attribute to send"
 
 
 @dataclass(slots=True)

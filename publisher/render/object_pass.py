@@ -5,7 +5,8 @@ events read.
 
 What comes out (rows.REDUCED) is one row per command (cmd_time, cmd_id, xml) and one per
 row whose status is not S (record_id, status, reason): a cycle's statuses are S but for
-these few."""
+these few. With ``lineage``, also one per live row that is not E, its fate (record_id and
+the cmd_id of its command, or the rule that consumed it: docs/delivery.md, Lineage)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from itertools import pairwise
 import pyarrow as pa
 
 from publisher.model.catalogue import Catalogue
+from publisher.model.commands import Command
 from publisher.model.rows import EVENT, REDUCED
 from publisher.model.statuses import Status, failure_reason, reason_text
 from publisher.reduce.query_back_state import read_back
-from publisher.reduce.rules import Event, Statuses, object_commands
+from publisher.reduce.rules import NOTHING_TO_SEND, Event, Statuses, object_runs
 from publisher.render.xds import command_xml
 
 _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
@@ -86,10 +88,52 @@ def object_events(batches: Iterator[pa.RecordBatch]) -> Iterator[ObjectEvents]:
         yield current, _cells(found, children), events
 
 
+class _Fates:
+    """The fates of a partition's events that are not E (--lineage), column by column: a
+    row tuple each would cost more than the rest of the pass does for the event."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.cmd_ids: list[int | None] = []
+        self.rules: list[str | None] = []
+        self.superseding: list[int | None] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, runs: list[tuple[Command | None, list[Event]]], events: list[Event]) -> None:
+        """An object's events: each one's command, or why it was consumed."""
+        for command, run in runs:
+            cmd_id, rule = (None, NOTHING_TO_SEND) if command is None else (command.event_id, None)
+            for e in run:
+                self._add(e.record_id, cmd_id, rule, None)
+        for e in events:
+            if e.superseded:
+                self._add(e.record_id, None, e.rule, e.superseded_by)
+
+    def _add(self, record_id: int, cmd_id: int | None, rule: str | None, by: int | None) -> None:
+        self.ids.append(record_id)
+        self.cmd_ids.append(cmd_id)
+        self.rules.append(rule)
+        self.superseding.append(by)
+
+    def batch(self) -> pa.RecordBatch:
+        """The fates as rows.REDUCED (the other columns NULL), and none kept."""
+        given = {"record_id": self.ids, "cmd_id": self.cmd_ids, "rule": self.rules,
+                 "superseded_by": self.superseding}
+        n = len(self.ids)
+        columns = [pa.array(given[f.name], f.type) if f.name in given else pa.nulls(n, f.type)
+                   for f in REDUCED.arrow]
+        for kept in given.values():
+            kept.clear()
+        return pa.RecordBatch.from_arrays(columns, schema=REDUCED.arrow)
+
+
 def object_pass(
-    catalogue: Catalogue,
+    catalogue: Catalogue, lineage: bool = False
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED."""
+    """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED, with each live row's fate when
+    ``lineage``."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The pass makes no reference cycles, and each of the collector's runs would scan
@@ -104,16 +148,21 @@ def object_pass(
 
     def _reduced(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[tuple] = []
+        fates = _Fates()
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
             statuses: Statuses = {}
             try:
                 state = read_back(cells)
                 table = catalogue.tables[obj[0]]
+                runs = object_runs(table, catalogue.schema, events, lambda: state, statuses)
                 rendered = [
                     REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=command_xml(command))
-                    for command in object_commands(table, catalogue.schema, events, lambda: state, statuses)
+                    for command, _ in runs
+                    if command
                 ]
+                if lineage:  # last: nothing of the object is kept when something fails
+                    fates.add(runs, events)
             except Exception as exc:  # whatever fails for one object fails its rows alone
                 reason = failure_reason(exc)
                 statuses = {e.record_id: (Status.ERROR, reason) for e in events}
@@ -128,6 +177,10 @@ def object_pass(
             if len(out) >= _BATCH_ROWS:
                 yield REDUCED.batch(out)
                 out.clear()
+            if len(fates) >= _BATCH_ROWS:
+                yield fates.batch()
         yield REDUCED.batch(out)
+        if fates:
+            yield fates.batch()
 
     return reduce_partition
