@@ -21,7 +21,8 @@ from publisher.plans import Phases
 from publisher.plans.driver_plan import batches, objects_in_driver
 from publisher.progress import Silent
 from publisher.reduce.query_back_state import read_back
-from publisher.reduce.rules import VANISHED, Event, Statuses, object_runs
+from publisher.reduce.loopback import LOOPBACK
+from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event, Statuses, object_runs
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.render.object_pass import object_events
 from publisher.render.xds import command_xml
@@ -138,13 +139,12 @@ def _unpublished(batch: pa.RecordBatch, explained: dict[int, Explained]) -> None
         if status is None:
             continue
         row = explained[record_id]
-        row.status, row.reason = status, reason
+        row.status = status
         if status == Status.ERROR:
-            row.fate = Fate.ERROR
-        elif reason is None:
-            row.fate = Fate.LOOPBACK
-        else:
-            row.fate = Fate.NOT_SELECTED if reason == NOT_SELECTED else Fate.CONSUMED
+            row.fate, row.reason = Fate.ERROR, reason
+        else:  # the rule as the lineage record names it (delivery/lineage.py)
+            row.rule = reason or LOOPBACK
+            row.fate = {LOOPBACK: Fate.LOOPBACK, NOT_SELECTED: Fate.NOT_SELECTED}.get(row.rule, Fate.CONSUMED)
 
 
 def _reduced(source: _ChosenRows, objects: pa.Table, explained: dict[int, Explained]) -> None:
@@ -171,6 +171,7 @@ def _reduced(source: _ChosenRows, objects: pa.Table, explained: dict[int, Explai
             for e in run:
                 if id(run) not in sent:
                     explained[e.record_id].fate = Fate.NOTHING_TO_SEND
+                    explained[e.record_id].rule = NOTHING_TO_SEND
         for e in events:
             _settled(explained[e.record_id], e, *statuses[e.record_id])
     commands.sort(key=lambda c: (c[0].ord_time, c[0].event_id))
@@ -228,7 +229,7 @@ def _fate_text(row: Explained) -> Line:
     if row.fate == Fate.ERROR:
         return [(f"E: {row.reason}", "red")]
     if row.fate == Fate.CONSUMED:
-        return [(f"consumed unpublished: {row.reason}", "")]
+        return [(f"consumed unpublished: {row.rule}", "")]
     return [({
         Fate.VANISHED: "consumed: a query-back of a row that is gone (vanished)",
         Fate.NOTHING_TO_SEND: "consumed: its modify has no attribute, and is not sent",

@@ -13,7 +13,7 @@ from publisher.model.statuses import Status
 
 def _explain(db, *args: str) -> str:
     base = ["explain", "--db", db.settings.db_url, "--schema", db.schema,
-            "--publisher-user", "loopy", "--tables", "usr"]
+            "--publisher-user", "loopy", "--tables", "usr", "--exclude-columns", "usr.photo"]
     result = CliRunner().invoke(cli, [*base, *args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
@@ -40,10 +40,11 @@ def test_explain_says_each_rows_fate(any_db):
     db.log(("idu=1", 1, "usr", "lname", None, "L"), perpetrator="loopy")  # 12 loopback
     db.execute(f"UPDATE {db.table('indirect_process')} SET status = 'S' WHERE record_id = 12")
     db.log(("idu=8", 2, "usr", "fname", None, None))  # 13 nothing to send
+    db.log(("idu=8", 1, "usr", "photo", None, "qqo="))  # 14 excluded column
 
-    lines = [json.loads(line) for line in _explain(db, "--format", "json", *map(str, range(1, 15))).splitlines()]
+    lines = [json.loads(line) for line in _explain(db, "--format", "json", *map(str, range(1, 16))).splitlines()]
     by_id = {line["record_id"]: line for line in lines}
-    assert sorted(by_id) == list(range(1, 15))
+    assert sorted(by_id) == list(range(1, 16))
     fates = {r: (line["fate"], line.get("rule"), line.get("superseded_by")) for r, line in by_id.items()}
     assert fates == {
         1: ("published", None, None),
@@ -54,12 +55,13 @@ def test_explain_says_each_rows_fate(any_db):
         6: ("superseded", "before a delete", 7),
         7: ("published", None, None),
         8: ("vanished", "query-back of a vanished row", None),
-        9: ("not selected", None, None),
+        9: ("not selected", "not selected", None),
         10: ("published", None, None),
         11: ("error", None, None),
-        12: ("loopback", None, None),
-        13: ("nothing to send", None, None),
-        14: ("not found", None, None),
+        12: ("loopback", "loopback", None),
+        13: ("nothing to send", "no attribute to send", None),
+        14: ("consumed", "excluded column", None),
+        15: ("not found", None, None),
     }
     # Commands in the cycle's order, each with its kind, association and XML.
     assert [by_id[r]["command"] for r in (1, 3, 5, 7, 10)] == [1, 2, 3, 4, 5]
@@ -85,6 +87,7 @@ def test_explain_says_each_rows_fate(any_db):
         '<delete class-name="usr" event-id="7">',
         "#13 usr idu=8 2 update field fname",
         "its modify has no attribute",
+        "consumed unpublished: excluded column",
     ):
         assert phrase in text, phrase
     assert "as if pending" in _explain(db, "12") and "loopback" in _explain(db, "12")
