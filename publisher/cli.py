@@ -484,7 +484,7 @@ def explain(record_ids: tuple[int, ...], pending: bool, output_format: str, **op
     from publisher.explain import explain as run_explain, text_lines
     from publisher.settings import Settings
 
-    rows = run_explain(Settings(**options), record_ids, pending or not record_ids)
+    rows = run_explain(Settings(**_hash_key(options)), record_ids, pending or not record_ids)
     out = click.get_text_stream("stdout")
     if output_format == "json":
         out.writelines(json.dumps(row.as_json(), ensure_ascii=False) + "\n" for row in rows)

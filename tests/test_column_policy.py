@@ -199,6 +199,24 @@ def test_the_key_comes_from_the_config_file_and_the_variable_wins(sample_url, tm
     assert texts == [hmac.new(key, b"Jack", hashlib.sha256).hexdigest() for key in (b"from-file", b"from-env")]
 
 
+def test_a_views_attributes_take_the_policy_by_their_attribute_names(sample_db, tmp_path):
+    """view_usr (docs/classes.md, Views in the driver's form): sv_lname is excluded as
+    view_usr.lname, also where an event names the view column; mv_phoneno hashed as
+    view_usr.phoneno."""
+    sample_db.add_user(5, "Ann", "xs-lname", None)
+    sample_db.execute("INSERT INTO usr_phone (idu, phoneno) VALUES (5, 'hs-phone')")
+    sample_db.log(("pk_empno=5", 6, "view_usr"), ("pk_empno=5", 1, "view_usr", "sv_lname", None, "xs-new"))
+    out = tmp_path / "view.xml"
+    result = CliRunner().invoke(cli, ["export", "--db", _url(sample_db), "--out", str(out), "--exclude-columns",
+                                      "view_usr.lname", "--hash-columns", "view_usr.phoneno"],
+                                env={"XDSPUB_HASH_KEY": KEY})
+    assert result.exit_code == 0, result.output
+    assert "(1 of them naming excluded columns)" in result.output
+    text = out.read_text()
+    assert "xs-" not in text and "hs-phone" not in text and 'attr-name="lname"' not in text
+    assert etree.parse(str(out)).findtext(".//modify-attr[@attr-name='phoneno']//value") == hashed("hs-phone")
+
+
 def _logged(db: SampleDb) -> list[tuple]:
     with db.engine.connect() as conn:
         rows = conn.execute(sa.text(f"SELECT {', '.join(LOG_COLUMNS)} FROM {db.table('indirect_process')} "

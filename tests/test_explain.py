@@ -28,7 +28,7 @@ def test_explain_says_each_rows_fate(any_db):
         ("idu=1", 1, "usr", "fname", None, "Ann"),  # 1 published: add
         ("idu=2", 2, "usr", "fname", "a", "b"),  # 2 superseded by 3
         ("idu=2", 8, "usr", "fname"),  # 3 published
-        ("idu=3", 2, "usr", "lname", "x", "y"),  # 4 superseded by 5
+        ("idu=3", 8, "usr", "lname"),  # 4 superseded by 5
         ("idu=3", 6, "usr"),  # 5 published
         ("idu=4", 6, "usr"),  # 6 superseded by 7, before a delete
         ("idu=4", 4, "usr"),  # 7 published: delete

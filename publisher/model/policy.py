@@ -106,6 +106,8 @@ def with_policy(catalogue: Catalogue, policy: ColumnPolicy) -> Catalogue:
         ]
         tables[name] = replace(table, columns=tuple(columns), multi_valued=tuple(multi))
     logged = set(excluded)  # as events name them: a child's bare column, or child.column
+    # A view's attribute may be named by its view column too (sv_lname for lname).
+    logged |= {(t, source) for t, c in excluded if (source := _column(catalogue, t, c).source)}
     logged |= {(catalogue.child_tables[t], f"{t}.{c}") for t, c in excluded if t in catalogue.child_tables}
     return replace(catalogue, tables=tables, excluded=frozenset(logged))
 
@@ -115,7 +117,13 @@ def _tables(catalogue: Catalogue) -> dict[str, Table]:
     Table.children gives them, keyed by their link columns)."""
     found = dict(catalogue.tables)
     for table in catalogue.tables.values():
-        found.update({child.name: child for child in table.children()})
+        for child in table.children():
+            if child.name != table.name:
+                found[child.name] = child
+                continue
+            # A view's own mv_ columns (docs/classes.md, Views in the driver's form).
+            values = tuple(c for c in child.columns if c.name not in child.key_columns)
+            found[table.name] = replace(found[table.name], columns=(*found[table.name].columns, *values))
     return found
 
 

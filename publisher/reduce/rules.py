@@ -274,11 +274,12 @@ def _runs(
         if e.event_type in ev.FIELD_QUERY_BACK:
             field_qb.setdefault(e.column_name, e)
     for e in effective:  # precedence acts after the last delete (docs/reduction.md)
-        if e.event_type in ev.FIELD_NON_QUERY_BACK or e.event_type in ev.FIELD_QUERY_BACK:
-            if row_qb is not None:
-                _supersede(e, ROW_BEATS_FIELD, row_qb)
-            elif e.event_type in ev.FIELD_NON_QUERY_BACK and e.column_name in field_qb:
-                _supersede(e, QUERY_BACK_BEATS_FIELD, field_qb[e.column_name])
+        if e.event_type in ev.FIELD_QUERY_BACK and row_qb is not None:
+            _supersede(e, ROW_BEATS_FIELD, row_qb)
+        elif e.event_type in ev.FIELD_NON_QUERY_BACK:
+            by = row_qb or field_qb.get(e.column_name)
+            if by is not None:
+                _supersede(e, QUERY_BACK_BEATS_FIELD, by)
     runs: list[tuple[CommandKind, list[Event]]] = []
     for e in events:
         if e.error:
