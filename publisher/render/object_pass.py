@@ -103,19 +103,18 @@ class _Fates:
 
     def add(self, runs: list[tuple[Command | None, list[Event]]], events: list[Event]) -> None:
         """An object's events: each one's command, or why it was consumed."""
-        for command, run in runs:
+        for command, run in runs:  # a run at a time: most events are in runs
             cmd_id, rule = (None, NOTHING_TO_SEND) if command is None else (command.event_id, None)
-            for e in run:
-                self._add(e.record_id, cmd_id, rule, None)
+            self.ids += [e.record_id for e in run]
+            self.cmd_ids += [cmd_id] * len(run)
+            self.rules += [rule] * len(run)
+            self.superseding += [None] * len(run)
         for e in events:
             if e.superseded:
-                self._add(e.record_id, None, e.rule, e.superseded_by)
-
-    def _add(self, record_id: int, cmd_id: int | None, rule: str | None, by: int | None) -> None:
-        self.ids.append(record_id)
-        self.cmd_ids.append(cmd_id)
-        self.rules.append(rule)
-        self.superseding.append(by)
+                self.ids.append(e.record_id)
+                self.cmd_ids.append(None)
+                self.rules.append(e.rule)
+                self.superseding.append(e.superseded_by)
 
     def batch(self) -> pa.RecordBatch:
         """The fates as rows.REDUCED (the other columns NULL), and none kept."""
