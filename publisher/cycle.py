@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
-from publisher.delivery.lineage import Documents, LineageRecord
+from publisher.delivery.lineage import LineageRecord
 from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.status import EarlyStatuses, write_statuses
@@ -22,7 +23,7 @@ from publisher.errors import ConfigError, PublisherBusy, SinkError
 from publisher.model.catalogue import Table
 from publisher.model.rows import PENDING, Note
 from publisher.model.statuses import Status, StatusRange
-from publisher.plans import CycleSource, Phases
+from publisher.plans import CycleSource, Phases, Reduced
 from publisher.progress import CycleProgress, Silent
 from publisher.reduce.loopback import loopback_user
 from publisher.reduce.status_ranges import status_ranges
@@ -208,13 +209,30 @@ def work_folder(sink: Sink) -> Iterator[Path]:
         yield path
 
 
+def _publish_with_lineage(sink: Sink, reduced: Reduced, lineage: LineageRecord) -> int:
+    """The documents and the lineage record written at once: the lines need only the
+    documents' names, which the sink knows before writing them. Both are durable before
+    the statuses; when the documents fail, the cycle's lines are taken back
+    (docs/delivery.md, Lineage)."""
+    documents = sink.documents(reduced.commands)
+    with ThreadPoolExecutor(1) as pool:
+        lines = pool.submit(lineage.write, reduced.fates, reduced.exceptions, documents)
+        try:
+            written = sink.publish(reduced.commands)
+        except BaseException:
+            wait([lines])
+            lineage.take_back()
+            raise
+        lines.result()
+    return written
+
+
 def _cycle(
     settings: Settings, source: CycleSource, sink: Sink, progress: CycleProgress
 ) -> CycleReport:
     report = CycleReport()
     phases = Phases(report, progress)
     lineage = LineageRecord(settings.lineage) if settings.lineage else None
-    documents = Documents() if lineage else None
     with ExitStack() as scratch:
         if source.count() <= settings.small_cycle_rows:
             from publisher.plans.driver_plan import reduce_in_driver
@@ -228,10 +246,10 @@ def _cycle(
             reduced = reduce_on_spark(settings, source, work, phases)
         phases.begin("writing documents", commands=reduced.commands.total)
         report.commands = reduced.commands.total
-        report.documents = sink.publish(reduced.commands, documents)
-    if lineage is not None:  # durable after the documents, before the statuses
-        phases.begin("writing lineage")
-        lineage.write(reduced.fates, reduced.exceptions, documents)
+        if lineage is None:
+            report.documents = sink.publish(reduced.commands)
+        else:
+            report.documents = _publish_with_lineage(sink, reduced, lineage)
     ranges = status_ranges(reduced.runs, ((r.record_id, r.status) for r in reduced.exceptions))
     for letter, low, high in ranges:  # a range is consecutive record_ids: its size is exact
         report.by_status[letter] += high - low + 1

@@ -56,7 +56,7 @@ class WatchedSink(FileSink):
                 return len(ROWS) - free
             time.sleep(0.05)
 
-    def publish(self, commands, documents=None) -> int:
+    def publish(self, commands) -> int:
         self.seen = self.db.statuses()
         self.locked = self._locked_rows()
         if self.kill:  # the early transaction's session ends, as a server timeout would end it
@@ -67,7 +67,7 @@ class WatchedSink(FileSink):
             )
         if self.fail:
             raise SinkError(f"cannot write {self.path}: no room")
-        return super().publish(commands, documents)
+        return super().publish(commands)
 
 
 def _cycle(db: SampleDb, sink: FileSink):

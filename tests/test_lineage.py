@@ -5,8 +5,10 @@ and the command that carried it; `poll` writes one file per cycle."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,14 @@ from click.testing import CliRunner
 from lxml import etree
 
 from publisher.cli import cli
+from publisher.cycle import run_cycle
+from publisher.delivery.sinks import FileSink
+from publisher.errors import SinkError
 from publisher.model.commands import association
 from publisher.reduce.rules import Classifier
 from publisher.settings import Settings
 from publisher.source.database import connect
+from publisher.source.event_log import open_event_log
 from publisher.source.schema import published_catalogue
 from tests.conftest import make_sample_db, server_url
 from tests.test_differential import _load_backlog
@@ -145,3 +151,30 @@ def test_triggerless_cycles_refuse_lineage(tmp_path):
                                        "--lineage", str(tmp_path / "lineage")])
     assert refused.exit_code == 2
     assert "--lineage go with the event log" in refused.output
+
+
+class _FailingSink(FileSink):
+    """Writes nothing, and fails once the lineage's thread has had time to write."""
+
+    def publish(self, commands) -> int:
+        time.sleep(0.5)
+        raise SinkError(f"cannot write {self.path}: no room")
+
+
+@pytest.mark.parametrize("folder", [True, False])
+def test_a_cycle_whose_documents_fail_takes_its_lines_back(sample_db, tmp_path, folder):
+    sample_db.log(("idu=1", 1, "usr", "fname", None, "Ann"), ("idu=2", 4, "usr"))
+    target = tmp_path / "lineage"
+    if folder:
+        target.mkdir()
+    else:
+        target.write_bytes(b'{"record_id":0}\n')
+    settings = replace(sample_db.settings, lineage=str(target))
+    log = open_event_log(sample_db.engine, sample_db.dialect, settings)
+    with pytest.raises(SinkError):
+        run_cycle(settings, sample_db.engine, sample_db.dialect, log, _FailingSink(tmp_path / "out.xml"))
+    assert (list(target.iterdir()) == []) if folder else target.read_bytes() == b'{"record_id":0}\n'
+    assert set(sample_db.statuses().values()) == {"N"}
+    run_cycle(settings, sample_db.engine, sample_db.dialect, log, FileSink(tmp_path / "out.xml"))
+    written = target.read_text() if not folder else next(target.iterdir()).read_text()
+    assert [json.loads(line)["record_id"] for line in written.splitlines()][-2:] == [1, 2]

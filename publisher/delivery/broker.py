@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from publisher.delivery.documents import document_bytes
-from publisher.delivery.lineage import Documents
+from publisher.delivery.lineage import Documents, batched_documents
 from publisher.delivery.ordered import OrderedCommands
 from publisher.delivery.sinks import batched
 from publisher.errors import ConfigError
@@ -71,12 +71,10 @@ class Message:
         return template.replace("{class}", safe(self.class_name or "heartbeat"))
 
 
-def messages(
-    commands: OrderedCommands, batch_size: int, documents: Documents | None = None
-) -> Iterator[Message]:
+def messages(commands: OrderedCommands, batch_size: int) -> Iterator[Message]:
     """The documents of ``commands``, ``batch_size`` commands each, in order, as messages
-    (each reported to ``documents`` when given: batched)."""
-    for name, xml in batched(commands, batch_size, documents):
+    (sinks.batched)."""
+    for name, xml in batched(commands, batch_size):
         first = xml[0]
         found_class, found_association = _CLASS.search(first), _ASSOCIATION.search(first)
         yield Message(
@@ -155,8 +153,11 @@ class BrokerSink:
     def __init__(self, batch_size: int) -> None:
         self.batch_size = batch_size
 
-    def publish(self, commands: OrderedCommands, documents: Documents | None = None) -> int:
-        return self.send(messages(commands, self.batch_size, documents))
+    def publish(self, commands: OrderedCommands) -> int:
+        return self.send(messages(commands, self.batch_size))
+
+    def documents(self, commands: OrderedCommands) -> Documents:
+        return batched_documents(commands.ids_in_order(), self.batch_size)
 
     def heartbeat(self) -> None:
         self.send(iter([heartbeat_message()]))

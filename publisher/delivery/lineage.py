@@ -15,13 +15,14 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from publisher.delivery.documents import sync_directory, write_durably
+from publisher.delivery.documents import document_name, sync_directory, write_durably
 from publisher.errors import SinkError
 from publisher.model.rows import LINEAGE, NOTES, Note
 from publisher.model.statuses import Status
@@ -32,28 +33,39 @@ MAKING_THREADS = os.cpu_count() or 1  # the Spark tasks are over: the cores are 
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
 
 
+@dataclass(frozen=True)
 class Documents:
-    """What a sink reports of the documents it wrote, in order: each one's name (as the sink
-    names it) and its commands' cmd_ids, in order."""
+    """The documents a sink makes of a cycle's commands, in order (Sink.documents): each
+    one's name (as the sink names it) and how many commands it holds, and the commands'
+    cmd_ids in output order."""
 
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.counts: list[int] = []
-        self.ids: list[int] = []
+    names: list[str]
+    counts: np.ndarray
+    ids: np.ndarray
 
-    def add(self, name: str, cmd_ids: Sequence[int]) -> None:
-        self.names.append(name)
-        self.counts.append(len(cmd_ids))
-        self.ids += cmd_ids
+
+def one_document(ids: np.ndarray, name: str) -> Documents:
+    """Every command in one document named ``name``."""
+    return Documents([name], np.array([len(ids)], np.int64), ids)
+
+
+def batched_documents(ids: np.ndarray, batch_size: int) -> Documents:
+    """Documents of ``batch_size`` commands, each named by its first one's event-id
+    (documents.document_name), as sinks.batched makes them."""
+    firsts = ids[::batch_size]
+    counts = np.full(len(firsts), batch_size, np.int64)
+    if len(counts):
+        counts[-1] = len(ids) - batch_size * (len(counts) - 1)
+    return Documents([document_name(i) for i in firsts.tolist()], counts, ids)
 
 
 class _Places:
     """Where each command of ``documents`` is: its document and its index there."""
 
     def __init__(self, documents: Documents) -> None:
-        counts = np.array(documents.counts, np.int64)
+        counts = documents.counts
         firsts = np.cumsum(counts) - counts  # each document's first command's position
-        self.ids = np.array(documents.ids, np.int64)
+        self.ids = np.asarray(documents.ids, np.int64)
         self.sorter = np.argsort(self.ids)
         self.document = np.repeat(np.arange(len(counts)), counts)
         self.index = np.arange(len(self.ids)) - np.repeat(firsts, counts) + 1
@@ -158,6 +170,7 @@ class LineageRecord:
                 raise SinkError(f"cannot create lineage folder {self.path}: {exc.strerror or exc}") from exc
         elif not self.path.parent.is_dir():
             raise SinkError(f"cannot write lineage {self.path}: folder {self.path.parent} does not exist")
+        self._written: Path | int | None = None  # the last write's file, or the size before it
 
     def write(self, fates: pa.Table, notes: Iterable[Note], documents: Documents) -> int:
         """One line per row of ``fates`` (rows.LINEAGE) and per E row of ``notes``, in
@@ -178,8 +191,27 @@ class LineageRecord:
             raise SinkError(f"cannot write lineage {self.path}: {exc.strerror or exc}") from exc
         return rows.num_rows
 
-    @staticmethod
-    def _write_file(path: Path, chunks: Iterable[pa.Array]) -> None:
+    def take_back(self) -> None:
+        """Undo the last ``write`` as far as it went (its documents were not all written):
+        its file removed, or the file cut back to its size before. Best effort: lines left
+        by a failure here are superseded by the next cycle's (docs/delivery.md, Lineage)."""
+        written, self._written = self._written, None
+        try:
+            if isinstance(written, Path):
+                written.unlink(missing_ok=True)
+                sync_directory(written.parent)
+            elif written is not None:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.ftruncate(fd, written)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError:
+            pass
+
+    def _write_file(self, path: Path, chunks: Iterable[pa.Array]) -> None:
+        self._written = path
         write_durably(path, lambda stream: stream.writelines(_bytes(lines) for lines in chunks))
         sync_directory(path.parent)
 
@@ -191,6 +223,7 @@ class LineageRecord:
         fd = os.open(self.path, flags, 0o666)
         try:
             size = os.fstat(fd).st_size
+            self._written = size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 _write_all(fd, memoryview(b"\n"))
             for lines in chunks:

@@ -23,7 +23,7 @@ from publisher.delivery.documents import (
     write_durably,
     write_stream,
 )
-from publisher.delivery.lineage import Documents
+from publisher.delivery.lineage import Documents, batched_documents, one_document
 from publisher.delivery.ordered import OrderedCommands
 from publisher.delivery.work import sweep_once
 from publisher.errors import SinkError
@@ -33,9 +33,12 @@ from publisher.render.xds import heartbeat_xml
 class Sink(Protocol):
     work_parent: Path  # the folder a cycle's work folder is made in
 
-    def publish(self, commands: OrderedCommands, documents: Documents | None = None) -> int:
-        """Write every command durably; return how many documents were written, and report
-        each to ``documents`` (its name and its commands' cmd_ids) when given."""
+    def publish(self, commands: OrderedCommands) -> int:
+        """Write every command durably; return how many documents were written."""
+
+    def documents(self, commands: OrderedCommands) -> Documents:
+        """The documents ``publish`` makes of ``commands``: known before they are written,
+        so that the lineage record is written at the same time (cycle.py)."""
 
     def heartbeat(self) -> None:
         """Write a document holding only the heartbeat status."""
@@ -49,12 +52,6 @@ def _xml(commands: OrderedCommands) -> Iterator[bytes]:
     return (xml for _, xml in commands)
 
 
-def _whole(commands: OrderedCommands, name: str, documents: Documents | None) -> None:
-    """Report the one document holding every command."""
-    if documents is not None:
-        documents.add(name, commands.ids_in_order().tolist())
-
-
 class FileSink:
     """One <nds> document holding every command in order."""
 
@@ -62,11 +59,13 @@ class FileSink:
         self.path = path
         self.work_parent = path.parent
 
-    def publish(self, commands: OrderedCommands, documents: Documents | None = None) -> int:
+    def publish(self, commands: OrderedCommands) -> int:
         write_durably(self.path, lambda stream: write_stream(stream, _xml(commands)))
         sync_directory(self.path.parent)
-        _whole(commands, self.path.name, documents)
         return 1
+
+    def documents(self, commands: OrderedCommands) -> Documents:
+        return one_document(commands.ids_in_order(), self.path.name)
 
     def heartbeat(self) -> None:
         write_durably(self.path, _heartbeat)
@@ -78,10 +77,12 @@ class StdoutSink:
 
     work_parent = Path(tempfile.gettempdir())
 
-    def publish(self, commands: OrderedCommands, documents: Documents | None = None) -> int:
+    def publish(self, commands: OrderedCommands) -> int:
         self._write(_xml(commands))
-        _whole(commands, "-", documents)
         return 1
+
+    def documents(self, commands: OrderedCommands) -> Documents:
+        return one_document(commands.ids_in_order(), "-")
 
     def heartbeat(self) -> None:
         self._write([heartbeat_xml()])
@@ -96,11 +97,9 @@ class StdoutSink:
             raise SinkError(f"cannot write to standard output: {exc.strerror or exc}") from exc
 
 
-def batched(
-    commands: OrderedCommands, batch_size: int, documents: Documents | None = None
-) -> Iterator[tuple[str, list[bytes]]]:
+def batched(commands: OrderedCommands, batch_size: int) -> Iterator[tuple[str, list[bytes]]]:
     """(name, its commands' XML) of each document of ``batch_size`` commands, in order:
-    named by its first command's event-id; each reported to ``documents`` when given."""
+    named by its first command's event-id (lineage.batched_documents: the same)."""
     ids: list[int] = []
     xml: list[bytes] = []
     for more_ids, more_xml in commands.chunks():
@@ -108,14 +107,9 @@ def batched(
         xml += more_xml
         whole = len(ids) - len(ids) % batch_size
         for start in range(0, whole, batch_size):
-            name = document_name(ids[start])
-            if documents is not None:
-                documents.add(name, ids[start : start + batch_size])
-            yield name, xml[start : start + batch_size]
+            yield document_name(ids[start]), xml[start : start + batch_size]
         del ids[:whole], xml[:whole]
     if ids:
-        if documents is not None:
-            documents.add(document_name(ids[0]), ids)
         yield document_name(ids[0]), xml
 
 
@@ -128,13 +122,13 @@ class DirectorySink:
         self.directory = self.work_parent = directory
         self.batch_size = batch_size
 
-    def publish(self, commands: OrderedCommands, documents: Documents | None = None) -> int:
+    def publish(self, commands: OrderedCommands) -> int:
         written: list[tuple[str, str]] = []  # temporary name, final name
         renamed = 0
         try:
             with Folder(self.directory) as folder:
                 try:
-                    batches = batched(commands, self.batch_size, documents)
+                    batches = batched(commands, self.batch_size)
                     folder.write_all(((name, document_bytes(xml)) for name, xml in batches), written)
                     if not written:
                         return 0
@@ -150,6 +144,9 @@ class DirectorySink:
         except OSError as exc:
             raise SinkError(f"cannot write in {self.directory}: {exc.strerror or exc}") from exc
         return len(written)
+
+    def documents(self, commands: OrderedCommands) -> Documents:
+        return batched_documents(commands.ids_in_order(), self.batch_size)
 
     def heartbeat(self) -> None:
         """The latest heartbeat, always under one name."""
