@@ -106,6 +106,15 @@ def _columns_option(flag: str, help_text: str) -> Callable:
                    metavar="T.C[,T.C...]", help=help_text)
 
 
+publisher_user_option = _option("--publisher-user", help="Database user of the publisher (loopback).")
+allow_loopback_option = _option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes.")
+future_events_option = _option("--future-events", is_flag=True, help="Order by event_time; future rows wait.")
+max_value_length_option = _option(
+    "--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024, show_default=True,
+    help="Longest table_key or value published, in characters; longer: E.")
+time_syntax_option = _option(
+    "--time-syntax", type=click.IntRange(1, 3), default=1, show_default=True,
+    help="Date, time and timestamp values: 1 seconds since 1970, 2 canonical string, 3 java string.")
 exclude_columns_option = _columns_option(
     "--exclude-columns", "Columns never read, published nor logged (repeatable).")
 hash_columns_option = _columns_option(
@@ -138,9 +147,9 @@ def publishing_options(command: Callable) -> Callable:
             source_db_option,
             schema_option,
             log_table_option,
-            _option("--publisher-user", help="Database user of the publisher (loopback)."),
-            _option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes."),
-            _option("--future-events", is_flag=True, help="Order by event_time; future rows wait."),
+            publisher_user_option,
+            allow_loopback_option,
+            future_events_option,
             _option("--delete-processed", is_flag=True, help="Delete S and W rows, not mark them."),
             _tables_option("Table selection: only these classes, with their child tables "
                            "(repeatable; default: every class). export --source FORMAT: "
@@ -155,12 +164,8 @@ def publishing_options(command: Callable) -> Callable:
             _option("--lineage", type=click.Path(),
                     help="FILE or DIR: one JSON line per consumed row, naming the document "
                     "that carried it or the rule that consumed it."),
-            _option("--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024,
-                    show_default=True,
-                    help="Longest table_key or value published, in characters; longer: E."),
-            _option("--time-syntax", type=click.IntRange(1, 3), default=1, show_default=True,
-                    help="Date, time and timestamp values: 1 seconds since 1970, "
-                    "2 canonical string, 3 java string."),
+            max_value_length_option,
+            time_syntax_option,
             _option("--master", "spark_master", default="local[*]", show_default=True,
                     help="Spark master URL."),
             _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000,
@@ -466,14 +471,12 @@ def poll(
 @click.option("--pending", is_flag=True, help="The pending rows (the default without RECORD_ID).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Lines for a terminal, or JSON lines for tools.")
-@_option("--publisher-user", help="Database user of the publisher (loopback).")
-@_option("--allow-loopback", is_flag=True, help="Publish the publisher's own changes.")
-@_option("--future-events", is_flag=True, help="Order by event_time; future rows wait.")
+@publisher_user_option
+@allow_loopback_option
+@future_events_option
 @_tables_option("Table selection: only these classes, with their child tables (repeatable).")
-@_option("--max-value-length", type=click.IntRange(min=1), default=16 * 1024 * 1024,
-         show_default=True, help="Longest table_key or value published, in characters; longer: E.")
-@_option("--time-syntax", type=click.IntRange(1, 3), default=1, show_default=True,
-         help="Date, time and timestamp values: 1 seconds since 1970, 2 canonical string, 3 java string.")
+@max_value_length_option
+@time_syntax_option
 @exclude_columns_option
 @hash_columns_option
 def explain(record_ids: tuple[int, ...], pending: bool, output_format: str, **options: Any) -> None:

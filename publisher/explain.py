@@ -16,16 +16,14 @@ import pyarrow as pa
 from publisher.cycle import EventLogSource
 from publisher.model import events as ev
 from publisher.model.commands import Command
-from publisher.model.statuses import Status, failure_reason, reason_text
+from publisher.model.statuses import Status, reason_text
 from publisher.plans import Phases
 from publisher.plans.driver_plan import batches, objects_in_driver
 from publisher.progress import Silent
-from publisher.reduce.query_back_state import read_back
 from publisher.reduce.loopback import LOOPBACK
-from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event, Statuses, object_runs
+from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event
 from publisher.reduce.selection import NOT_SELECTED
-from publisher.render.object_pass import object_events
-from publisher.render.xds import command_xml
+from publisher.render.object_pass import object_events, object_outcome
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect
@@ -150,28 +148,18 @@ def _unpublished(batch: pa.RecordBatch, explained: dict[int, Explained]) -> None
 def _reduced(source: _ChosenRows, objects: pa.Table, explained: dict[int, Explained]) -> None:
     """The live rows, object by object, as the object pass reduces them; the commands
     numbered in the cycle's order (docs/reduction.md, Command order and event-id)."""
-    catalogue = source.catalogue
-    commands: list[tuple[Command, str, list[Event]]] = []
-    for (table_name, key), cells, events in object_events(batches(objects)):
+    commands: list[tuple[Command, bytes, list[Event]]] = []
+    for obj, cells, events in object_events(batches(objects)):
         for e in events:
             row = explained[e.record_id]
-            row.table_name, row.table_key = table_name, key
-        statuses: Statuses = {}
-        try:
-            state = read_back(cells)
-            runs = object_runs(catalogue.tables[table_name], catalogue.schema, events, lambda: state, statuses)
-            shown = [(c, dedent(command_xml(c).decode()).strip(), run) for c, run in runs if c is not None]
-        except Exception as exc:  # as the object pass: its rows alone are E
-            reason = failure_reason(exc)
-            statuses = {e.record_id: (Status.ERROR, reason) for e in events}
-            runs, shown = [], []
-        commands += shown
-        sent = {id(run) for _, _, run in shown}
-        for _, run in runs:
+            row.table_name, row.table_key = obj
+        runs, statuses = object_outcome(source.catalogue, obj, cells, events)
+        for command, xml, run in runs or ():
+            if command is not None:
+                commands.append((command, xml, run))
+                continue
             for e in run:
-                if id(run) not in sent:
-                    explained[e.record_id].fate = Fate.NOTHING_TO_SEND
-                    explained[e.record_id].rule = NOTHING_TO_SEND
+                explained[e.record_id].fate, explained[e.record_id].rule = Fate.NOTHING_TO_SEND, NOTHING_TO_SEND
         for e in events:
             _settled(explained[e.record_id], e, *statuses[e.record_id])
     commands.sort(key=lambda c: (c[0].ord_time, c[0].event_id))
@@ -179,7 +167,7 @@ def _reduced(source: _ChosenRows, objects: pa.Table, explained: dict[int, Explai
         for e in run:
             row = explained[e.record_id]
             row.fate, row.command, row.kind = Fate.PUBLISHED, number, str(command.kind)
-            row.association, row.xml = command.association, xml
+            row.association, row.xml = command.association, dedent(xml.decode()).strip()
 
 
 def _settled(row: Explained, event: Event, status: str, reason: str | None) -> None:

@@ -22,6 +22,7 @@ from publisher.delivery.ordered import OrderedCommands, RunSource
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.model.catalogue import Table
+from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
 from publisher.plans import ComparedClass, Phases, rendered_in_driver
 from publisher.progress import CycleProgress, Silent
@@ -31,7 +32,6 @@ from publisher.settings import Settings
 from publisher.source.database import connect, run_named
 from publisher.source.dialects import Dialect
 from publisher.source.query_back import current_table
-from publisher.model.policy import fingerprint
 from publisher.source.schema import published_catalogue
 
 STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
-from publisher.reduce.rules import TYPE_TEXT
+from publisher.reduce.rules import event_type_number
 
 # The reason a classified S row carries when it names an excluded column: how the census
 # counts it (reduce/census.py).
@@ -25,8 +25,7 @@ def is_excluded(catalogue: Catalogue, row: Mapping[str, Any]) -> bool:
     """Whether a pending row (rows.PENDING) is a per-field event of an excluded column."""
     if not catalogue.excluded or row["column_name"] is None:
         return False
-    type_text = str(row["event_type_text"]).strip(" ")
-    if not TYPE_TEXT.search(type_text) or int(type_text) not in ev.PER_FIELD:
+    if event_type_number(row["event_type_text"]) not in ev.PER_FIELD:
         return False
     return (row["table_name"], row["column_name"]) in catalogue.excluded
 

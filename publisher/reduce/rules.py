@@ -32,7 +32,7 @@ from publisher.model.value_text import (
     key_text,
 )
 
-TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
+_TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
 _TEXT_COLUMNS = ("table_key", "table_name", "column_name", "old_value", "new_value")
 Cell = tuple[str, str, "str | None"]  # (column, xds_type, text) of a row read back
 KeyPairs = list[tuple[str, str]]
@@ -49,6 +49,12 @@ BEFORE_A_DELETE = "before a delete"
 VANISHED = "query-back of a vanished row"
 # Why a live row was consumed in a run whose modify has no attribute, and is not sent.
 NOTHING_TO_SEND = "no attribute to send"
+
+
+def event_type_number(raw: object) -> int | None:
+    """A logged event_type's number; None when it is not written as plain digits (2.5)."""
+    text = str(raw).strip(" ")
+    return int(text) if _TYPE_TEXT.search(text) else None
 
 
 @dataclass(slots=True)
@@ -98,8 +104,7 @@ class Classifier:
         raw_type = row["event_type"]
         if raw_type is None:
             raise Rejected("event_type is NULL")
-        type_text = str(raw_type).strip(" ")
-        t = int(type_text) if TYPE_TEXT.search(type_text) else None
+        t = event_type_number(raw_type)
         if t not in ev.KNOWN:
             raise Rejected(f"unknown event_type {raw_type}")
         # As text whatever the database stored (SQLite keeps a number a trigger wrote).

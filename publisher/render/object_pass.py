@@ -28,6 +28,8 @@ from publisher.render.xds import command_xml
 _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
 # The columns that make an Event, in the order of its fields.
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name in EVENT.names)
+# An object's runs (rules.object_runs), each command with its XML.
+Rendered = list[tuple[Command | None, bytes | None, list[Event]]]
 
 
 def _cells(found: list | None, children: list) -> list | None:
@@ -101,9 +103,9 @@ class _Fates:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def add(self, runs: list[tuple[Command | None, list[Event]]], events: list[Event]) -> None:
+    def add(self, runs: Rendered, events: list[Event]) -> None:
         """An object's events: each one's command, or why it was consumed."""
-        for command, run in runs:  # a run at a time: most events are in runs
+        for command, _, run in runs:  # a run at a time: most events are in runs
             cmd_id, rule = (None, NOTHING_TO_SEND) if command is None else (command.event_id, None)
             self.ids += [e.record_id for e in run]
             self.cmd_ids += [cmd_id] * len(run)
@@ -128,6 +130,22 @@ class _Fates:
         return pa.RecordBatch.from_arrays(columns, schema=REDUCED.arrow)
 
 
+def object_outcome(
+    catalogue: Catalogue, obj: tuple[str, str], cells: list | None, events: list[Event]
+) -> tuple[Rendered | None, Statuses]:
+    """One object's runs (rules.object_runs), each command with its XML, and every
+    event's status; whatever fails for the object fails its rows alone (runs None, every
+    row E)."""
+    statuses: Statuses = {}
+    try:
+        state = read_back(cells)
+        runs = object_runs(catalogue.tables[obj[0]], catalogue.schema, events, lambda: state, statuses)
+        return [(c, None if c is None else command_xml(c), run) for c, run in runs], statuses
+    except Exception as exc:
+        reason = failure_reason(exc)
+        return None, {e.record_id: (Status.ERROR, reason) for e in events}
+
+
 def object_pass(
     catalogue: Catalogue, lineage: bool = False
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -150,23 +168,15 @@ def object_pass(
         fates = _Fates()
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
-            statuses: Statuses = {}
-            try:
-                state = read_back(cells)
-                table = catalogue.tables[obj[0]]
-                runs = object_runs(table, catalogue.schema, events, lambda: state, statuses)
-                rendered = [
-                    REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=command_xml(command))
-                    for command, _ in runs
+            runs, statuses = object_outcome(catalogue, obj, cells, events)
+            if runs is not None:
+                out.extend(
+                    REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml)
+                    for command, xml, _ in runs
                     if command
-                ]
-                if lineage:  # last: nothing of the object is kept when something fails
+                )
+                if lineage:
                     fates.add(runs, events)
-            except Exception as exc:  # whatever fails for one object fails its rows alone
-                reason = failure_reason(exc)
-                statuses = {e.record_id: (Status.ERROR, reason) for e in events}
-                rendered = []
-            out.extend(rendered)
             for record_id, (letter, reason) in statuses.items():
                 if letter != Status.DONE:
                     out.append(REDUCED.row(record_id=record_id, status=letter, reason=reason_text(reason)))

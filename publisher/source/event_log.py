@@ -187,7 +187,7 @@ def chosen_rows(
         result = conn.execute(query).mappings()
         rows, logged = [], {}
         for row in result:
-            logged[row["record_id"]] = None if row["logged_status"] is None else database_text(row["logged_status"])
+            logged[row["record_id"]] = _pending_value("logged_status", row["logged_status"])
             rows.append(PENDING.row(**{name: _pending_value(name, row[name]) for name in PENDING.names}))
     return pa.Table.from_batches([PENDING.batch(rows)]), logged
 
