@@ -602,6 +602,61 @@ def consume(url: str, count: int | None, wait: float, out: str) -> None:
     click.echo(f"xdspub: {taken} documents read from {masked(url)}", err=True)
 
 
+wait_option = click.option(
+    "--wait", type=click.FloatRange(min=0), default=2.0, show_default=True,
+    help="A broker: stop when no document came for this many seconds.")
+
+
+@cli.command()
+@click.argument("sources", nargs=-1, metavar="[SOURCE ...]")
+@click.option("--mirror", required=True, type=click.Path(dir_okay=False),
+              help="The mirror: an SQLite file, created if missing.")
+@wait_option
+def apply(sources: tuple[str, ...], mirror: str, wait: float) -> None:
+    """Apply XDS documents to a mirror of the published objects, as an identity engine
+    takes them (docs/mirror.md): SOURCE is a folder of documents (in name order), a file,
+    - for standard input (the default), or a broker URL as consume reads it. Documents
+    applied before are skipped. Exit 1 when a command cannot be applied."""
+    from pathlib import Path
+
+    from publisher.mirror import apply_documents
+
+    report = apply_documents(sources, Path(mirror), wait)
+    if report.failure is not None:
+        click.echo(f"xdspub: error: {reason_text(str(report.failure))}", err=True)
+    click.echo(f"xdspub: {report.summary()}", err=True)
+    if report.failure is not None:
+        click.get_current_context().exit(1)
+
+
+@cli.command()
+@config_option
+@db_option
+@schema_option
+@log_table_option
+@click.option("--mirror", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="The mirror xdspub apply keeps.")
+@_tables_option("Only these classes, with their child tables (repeatable; default: every class).")
+@time_syntax_option
+@exclude_columns_option
+@hash_columns_option
+def verify(mirror: str, **options: Any) -> None:
+    """Compare a mirror (xdspub apply) with the database's current objects, as a cycle
+    publishes them (docs/mirror.md): one line per difference, exit 1 when any."""
+    from pathlib import Path
+
+    from publisher.mirror import compare_mirror
+    from publisher.settings import Settings
+
+    verification = compare_mirror(Settings(**_hash_key(options)), Path(mirror))
+    out = click.get_text_stream("stdout")
+    out.writelines(f"{reason_text(str(difference))}\n" for difference in verification.differences)
+    out.flush()
+    click.echo(f"xdspub: {verification.summary()}", err=True)
+    if verification.differences:
+        click.get_current_context().exit(1)
+
+
 def _report(report: Any, quiet: bool) -> None:
     for line in report.note_lines():
         click.echo(f"xdspub: {line}", err=True)

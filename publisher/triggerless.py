@@ -15,13 +15,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.cycle import work_folder
 from publisher.delivery.ordered import OrderedCommands, RunSource
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
-from publisher.model.catalogue import Table
+from publisher.model.catalogue import Catalogue, Table
 from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
 from publisher.plans import ComparedClass, Phases, rendered_in_driver
@@ -84,6 +85,18 @@ def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
     return url.render_as_string(hide_password=True)
 
 
+def objects_now(engine: sa.Engine, dialect: Dialect, catalogue: Catalogue, table: Table) -> pa.Table:
+    """The class's objects as its tables hold them now (reduce/objects.py current_objects),
+    read in the driver."""
+    schema = catalogue.schema if dialect.has_schemas else None
+    rows = current_table(engine, schema, table, table.key_columns, None)
+    children = {
+        child.name: current_table(engine, schema, child, child.key_columns, None)
+        for child in table.children()
+    }
+    return current_objects(catalogue, table, rows, children)
+
+
 class TriggerlessPublisher:
     """The state folder, locked, and what each cycle needs of the database."""
 
@@ -127,13 +140,7 @@ class TriggerlessPublisher:
 
     def compare_in_driver(self, table: Table, previous: Previous, startup: str | None,
                           generation: NewGeneration) -> ComparedClass:
-        schema = self.catalogue.schema if self.dialect.has_schemas else None
-        rows = current_table(self.engine, schema, table, table.key_columns, None)
-        children = {
-            child.name: current_table(self.engine, schema, child, child.key_columns, None)
-            for child in table.children()
-        }
-        objects = current_objects(self.catalogue, table, rows, children)
+        objects = objects_now(self.engine, self.dialect, self.catalogue, table)
         comparison = compare(table, previous.table(table.name), objects, startup)
         generation.write_table(table.name, comparison.state)
         changes = comparison.changes

@@ -193,14 +193,21 @@ def _not_well_formed(error: etree.XMLSyntaxError, name: str) -> Problem:
 
 def validate_bytes(data: bytes, name: str) -> list[Problem]:
     """The problems of one document held in memory, reported under ``name``."""
+    return checked_bytes(data, name)[1]
+
+
+def checked_bytes(data: bytes, name: str) -> tuple[etree._ElementTree | None, list[Problem]]:
+    """One document held in memory, parsed (None when it has a DOCTYPE or is not
+    well-formed), and its problems, reported under ``name``: what a consumer may read of
+    it once there are none."""
     refused = _doctype(_chunks(data), name)
     if refused:
-        return [refused]
+        return None, [refused]
     try:
         document = etree.ElementTree(etree.fromstring(data, _parser()))
     except etree.XMLSyntaxError as error:
-        return [_not_well_formed(error, name)]
-    return _problems(document, name)
+        return None, [_not_well_formed(error, name)]
+    return document, _problems(document, name)
 
 
 def validate_file(path: Path) -> list[Problem]:
