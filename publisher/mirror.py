@@ -26,7 +26,6 @@ import json
 import re
 import sqlite3
 import sys
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -211,30 +210,21 @@ def _apply_document(connection: sqlite3.Connection, document: Document, report: 
     if not commands:
         report.without_commands += 1
         return None
-    try:
-        with connection:
-            for number, command in enumerate(commands, 1):
-                try:
-                    _apply(connection, command)
-                except _Refused as refused:
-                    raise _Failed(ApplyFailure(
-                        document.label, str(refused), number, command.tag, command.get("event-id"),
-                        command.findtext("association"),
-                    )) from None
-            connection.execute(
-                "INSERT INTO applied_document VALUES (?, ?, ?, ?)",
-                (digest, document.name, len(commands), datetime.now(timezone.utc).isoformat()),
-            )
-    except _Failed as failed:
-        return failed.failure
+    with connection:
+        for number, command in enumerate(commands, 1):
+            try:
+                _apply(connection, command)
+            except _Refused as refused:
+                connection.rollback()  # a document is applied whole, or not at all
+                return ApplyFailure(document.label, str(refused), number, command.tag,
+                                    command.get("event-id"), command.findtext("association"))
+        connection.execute(
+            "INSERT INTO applied_document VALUES (?, ?, ?, ?)",
+            (digest, document.name, len(commands), datetime.now(timezone.utc).isoformat()),
+        )
     report.applied += 1
     report.commands += len(commands)
     return None
-
-
-class _Failed(Exception):
-    def __init__(self, failure: ApplyFailure) -> None:
-        self.failure = failure
 
 
 def _apply(connection: sqlite3.Connection, command: etree._Element) -> None:

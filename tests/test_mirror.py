@@ -4,6 +4,7 @@ catalogue and value rules a cycle publishes by."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +17,13 @@ from publisher.cycle import run_cycle
 from publisher.delivery.documents import document_bytes
 from publisher.delivery.sinks import open_sink
 from publisher.mirror import Difference, apply_documents, verify_mirror
+from publisher.progress import SilentRows
 from publisher.source.event_log import open_event_log
+from publisher.source.init_db import init_db
+from publisher.source.resync import resync
+from publisher.triggerless import TriggerlessOptions, export_triggerless
 from tests.conftest import SampleDb, make_sample_db
-from tests.test_brokers import jetstream  # noqa: F401 (a fixture)
+from tests.test_brokers import jetstream, rabbitmq  # noqa: F401 (fixtures)
 
 USR = "table=usr,schema=indirect"
 TABLES = ("usr", "grp", "usr_phone", "usr_mbr_of")
@@ -248,15 +253,19 @@ HISTORY: list[list[str]] = [
 PHOTOS = {"aaaa": b"\xaa\xaa", "bbbb": b"\xbb\xbb"}
 
 
-def published_history(db: SampleDb, out: Path, mirror: Path) -> None:
-    """Each change of HISTORY in a cycle of its own, to the folder ``out``, applied after each."""
+def changed(db: SampleDb, statements: list[str]) -> None:
+    for statement in statements:
+        binds = {name: photo for name, photo in PHOTOS.items() if f":{name}" in statement}
+        db.execute(statement.format(**{name: db.table(name) for name in TABLES}), **binds)
+
+
+def published_history(db: SampleDb, out: Path, mirror: Path, history: list[list[str]] = HISTORY) -> None:
+    """Each change of ``history`` in a cycle of its own, to the folder ``out``, applied after each."""
     # The test changes the tables as the publisher's own user: its rows are not loopback here.
     settings = replace(db.settings, allow_loopback=True)
     log = open_event_log(db.engine, db.dialect, settings)
-    for statements in HISTORY:
-        for statement in statements:
-            binds = {name: photo for name, photo in PHOTOS.items() if f":{name}" in statement}
-            db.execute(statement.format(**{name: db.table(name) for name in TABLES}), **binds)
+    for statements in history:
+        changed(db, statements)
         report = run_cycle(settings, db.engine, db.dialect, log, open_sink(str(out), 2))
         assert not report.errors
         applied = apply_documents([str(out)], mirror)
@@ -287,6 +296,43 @@ def test_a_history_published_with_triggers_reproduces_the_database(kind, flavour
         db.drop()
 
 
+def test_a_history_published_without_triggers_reproduces_the_database(tmp_path):
+    """--mode triggerless: each cycle compares the tables with the last cycle's state."""
+    db = make_sample_db("postgresql", tmp_path)
+    try:
+        settings = replace(db.settings, tables=("usr", "grp"))
+        options = TriggerlessOptions(tmp_path / "state", "all")
+        mirror, out = tmp_path / "m.db", tmp_path / "out"
+        for statements in HISTORY:
+            changed(db, statements)
+            export_triggerless(settings, options, str(out))
+            assert apply_documents([str(out)], mirror).failure is None
+
+        assert [str(d) for d in verify_mirror(settings, mirror)] == []
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "mariadb"])
+def test_what_existed_before_the_triggers_published_by_resync_then_the_triggers(kind, tmp_path):
+    db = make_sample_db(kind, tmp_path)
+    try:
+        changed(db, HISTORY[0] + HISTORY[1])
+        init_db(db.engine, db.dialect, db.schema, "indirect_process", True, "field")  # the triggers now
+        resync(db.engine, db.dialect, replace(db.settings, tables=("usr", "grp")), 2, False, SilentRows())
+        mirror, settings = tmp_path / "m.db", replace(db.settings, tables=("usr", "grp"))
+        published_history(db, tmp_path / "out", mirror, [[]])
+
+        assert [str(d) for d in verify_mirror(settings, mirror)] == []
+        assert f"idu=3,{USR}".replace("indirect", db.schema) not in held(mirror)  # no value: no type 5
+
+        published_history(db, tmp_path / "out", mirror, HISTORY[2:])
+
+        assert [str(d) for d in verify_mirror(settings, mirror)] == []
+    finally:
+        db.drop()
+
+
 # --- verify ------------------------------------------------------------------------------------
 
 
@@ -300,9 +346,9 @@ def verified(tmp_path) -> tuple[SampleDb, Path]:
     db.drop()
 
 
-def verify(db: SampleDb, mirror: Path, *options: str):
+def verify(db: SampleDb, mirror: Path, *options: str, env: dict[str, str] | None = None):
     return CliRunner().invoke(cli, ["verify", "--db", db.settings.db_url, "--mirror", str(mirror),
-                                    "--tables", "usr,grp", *options])
+                                    "--tables", "usr,grp", *options], env=env)
 
 
 def test_verify_finds_no_difference_after_the_history_and_says_how_many_objects(verified):
@@ -359,6 +405,10 @@ def test_verify_takes_the_value_rules_a_cycle_publishes_by(verified):
     # ...and a column never published is no attribute of the database's objects
     assert excluded.exit_code == 1
     assert f"idu=2,{USR} fname: database [] mirror [\"Mary\"]" in excluded.output.splitlines()
+    hashed = verify(db, mirror, "--hash-columns", "usr.lname", env={"XDSPUB_HASH_KEY": "k"})
+    assert hashed.exit_code == 1
+    (line,) = [line for line in hashed.output.splitlines() if " lname: " in line]
+    assert re.fullmatch(rf'idu=2,{USR} lname: database \["[0-9a-f]{{64}}"\] mirror \["Major"\]', line)
 
 
 def test_apply_from_a_jetstream_stream_then_verify(sample_db, jetstream, tmp_path):  # noqa: F811
@@ -404,3 +454,22 @@ def test_the_readme_walkthrough_on_the_demo(tmp_path):
         "pk_empno=3,table=view_usr,schema=indirect: missing in the database",
         "xdspub: 6 objects of 3 classes compared, 3 differences",
     ]
+
+
+def test_apply_from_a_rabbitmq_queue(sample_db, rabbitmq, tmp_path):  # noqa: F811
+    exchange = rabbitmq.exchange()
+    queue = rabbitmq.queue(exchange=exchange)
+    sample_db.execute("INSERT INTO usr (idu, fname) VALUES (1, 'Ann')")
+    sample_db.log(("idu=1", 5, "usr"), ("idu=1", 6, "usr"), ("idu=2", 1, "usr", "fname", None, "Bo"))
+    log = open_event_log(sample_db.engine, sample_db.dialect, sample_db.settings)
+    run_cycle(sample_db.settings, sample_db.engine, sample_db.dialect, log,
+              open_sink(rabbitmq.url(exchange=exchange, routing_key="xds.{class}"), 1))
+
+    run = CliRunner().invoke(cli, ["apply", rabbitmq.url(queue=queue), "--mirror", str(tmp_path / "m.db"),
+                                   "--wait", "1"])
+
+    assert run.exit_code == 0, run.output
+    assert "xdspub: 2 documents applied (2 commands)" in run.output
+    assert held(tmp_path / "m.db") == {f"idu=1,{USR}": {"fname": {("string", "Ann")}},
+                                       f"idu=2,{USR}": {"fname": {("string", "Bo")}}}
+    assert rabbitmq.count(queue) == 0  # taken off the queue, as consume takes them
