@@ -78,6 +78,10 @@ def open_mirror(path: Path, create: bool) -> sqlite3.Connection:
             with connection:
                 connection.executescript(_TABLES)
                 connection.execute(f"PRAGMA user_version = {MIRROR_VERSION}")
+        # A commit a document, without waiting for the disk: a power loss may lose the last
+        # documents applied, with their record, so that they are applied again.
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as exc:
         raise ConfigError(f"--mirror {path}: {exc}") from None
     return connection

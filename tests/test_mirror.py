@@ -473,3 +473,16 @@ def test_apply_from_a_rabbitmq_queue(sample_db, rabbitmq, tmp_path):  # noqa: F8
     assert held(tmp_path / "m.db") == {f"idu=1,{USR}": {"fname": {("string", "Ann")}},
                                        f"idu=2,{USR}": {"fname": {("string", "Bo")}}}
     assert rabbitmq.count(queue) == 0  # taken off the queue, as consume takes them
+
+
+def test_an_object_the_database_cannot_publish_is_a_difference_with_its_reason(verified):
+    db, mirror = verified
+    db.execute("UPDATE usr SET fname = 'A' || char(1) WHERE idu = 3")  # as a cycle would make it E
+    db.execute("DELETE FROM indirect_process")
+
+    run = verify(db, mirror)
+
+    assert run.exit_code == 1
+    assert run.output.splitlines()[0] == (
+        f"idu=3,{USR}: the database's object cannot be published: "
+        "current value of fname has a character XML 1.0 cannot carry at position 2")
