@@ -326,10 +326,12 @@ class Verification:
     differences: list[Difference]
     objects: int  # compared: the database's and the mirror's, each once
     classes: int
+    others: int = 0  # the mirror's objects of classes not compared
 
     def summary(self) -> str:
+        others = f" ({self.others} objects of other classes in the mirror not compared)" if self.others else ""
         return (f"{self.objects} objects of {self.classes} classes compared, "
-                f"{len(self.differences)} differences")
+                f"{len(self.differences)} differences{others}")
 
 
 def verify_mirror(settings: Settings, mirror: Path) -> list[Difference]:
@@ -372,10 +374,14 @@ def compare_mirror(settings: Settings, mirror: Path) -> Verification:
                 compared += 1
                 differences += _object_differences(table.name, where, database.get(where), held.get(where),
                                                    failed.get(where))
+        names = [table.name for table in classes]
+        others = connection.execute(
+            f"SELECT count(*) FROM mirror_object WHERE class_name NOT IN ({', '.join('?' * len(names))})", names
+        ).fetchone()[0]
     finally:
         connection.close()
         engine.dispose()
-    return Verification(differences, compared, len(classes))
+    return Verification(differences, compared, len(classes), others)
 
 
 def _mirror_objects(connection: sqlite3.Connection, class_name: str) -> dict[str, dict[str, set[Value]]]:
