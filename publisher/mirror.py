@@ -5,19 +5,23 @@ value rules a cycle publishes by.
 
 The Python API (the command line calls it):
 
-- ``apply_documents(sources, mirror, wait=2.0) -> ApplyReport``: ``sources`` are strings as
-  the command takes them (a folder, a file, ``-`` for standard input, a broker URL); the
-  mirror is the SQLite file ``mirror``, created if missing. Documents are applied in
-  order, each in one transaction; the first command that cannot be applied stops it all,
-  its document left unapplied, and is the report's ``failure`` (None when all applied).
+- ``apply_documents(sources, mirror, wait=2.0) -> ApplyReport``: ``sources`` as the command
+  takes them (str or Path: a folder, a file, ``-`` for standard input, a broker URL; none
+  is ``-``); ``mirror`` the SQLite file, created if missing. Documents are applied in
+  order, each in one transaction, those applied before skipped; the first that cannot be
+  applied stops it, left unapplied, and is the report's ``failure`` (an ApplyFailure,
+  whose str() names the document and command; None when all applied). ConfigError (exit
+  2) for a source that does not exist or a file that is not a mirror; a broker's own
+  errors as ``xdspub consume`` raises them.
 - ``verify_mirror(settings, mirror) -> list[Difference]``: the differences between the
-  database that ``settings`` names (db_url, schema, log_table, tables, time_syntax,
-  exclude_columns, hash_columns, hash_key) and the mirror, in class then association
-  order; ``compare_mirror`` gives them with the number of objects compared.
+  database that ``settings`` names (its db_url, schema, log_table, tables, time_syntax,
+  exclude_columns, hash_columns and hash_key count) and the mirror, in class then
+  association order, each one line as str(); ``compare_mirror(settings, mirror) ->
+  Verification`` gives them with the number of objects compared.
 
 The mirror holds objects by (class-name, association), each attribute a set of (type,
-value text). The classes it holds beside its objects: ``mirror_object``, ``mirror_value``
-and ``applied_document`` (the digest and name of each document applied)."""
+value text), in the tables ``mirror_object`` and ``mirror_value``; ``applied_document``
+records the digest and name of each document applied."""
 
 from __future__ import annotations
 
@@ -141,14 +145,14 @@ class _Refused(Exception):
     """A command that cannot be applied (ApplyFailure.reason)."""
 
 
-def apply_documents(sources: Sequence[str], mirror: Path, wait: float = 2.0) -> ApplyReport:
+def apply_documents(sources: Sequence[str | Path], mirror: Path, wait: float = 2.0) -> ApplyReport:
     """Apply the documents of ``sources`` to the mirror in ``mirror`` (module docstring)."""
-    sources = sources or ["-"]
+    sources = [str(source) for source in sources] or ["-"]
     missing = [s for s in sources if s != "-" and "://" not in s and not Path(s).exists()]
     if missing:
         raise ConfigError(f"{', '.join(missing)}: no such file or folder")
     report = ApplyReport()
-    connection = open_mirror(mirror, create=True)
+    connection = open_mirror(Path(mirror), create=True)
     try:
         for document in _documents(sources, wait):
             report.failure = _apply_document(connection, document, report)
@@ -346,7 +350,7 @@ def compare_mirror(settings: Settings, mirror: Path) -> Verification:
     from publisher.source.schema import published_catalogue
     from publisher.triggerless import objects_now
 
-    connection = open_mirror(mirror, create=False)
+    connection = open_mirror(Path(mirror), create=False)
     engine, dialect = connect(settings.db_url)
     differences: list[Difference] = []
     compared = 0
