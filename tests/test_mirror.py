@@ -259,15 +259,18 @@ def changed(db: SampleDb, statements: list[str]) -> None:
         db.execute(statement.format(**{name: db.table(name) for name in TABLES}), **binds)
 
 
-def published_history(db: SampleDb, out: Path, mirror: Path, history: list[list[str]] = HISTORY) -> None:
-    """Each change of ``history`` in a cycle of its own, to the folder ``out``, applied after each."""
+def published_history(db: SampleDb, out: Path, mirror: Path, history: list[list[str]] = HISTORY,
+                      **overrides: object) -> None:
+    """Each change of ``history`` in a cycle of its own, to the folder ``out``, applied after
+    each; ``overrides`` of the cycle's settings."""
     # The test changes the tables as the publisher's own user: its rows are not loopback here.
-    settings = replace(db.settings, allow_loopback=True)
+    settings = replace(db.settings, allow_loopback=True, **overrides)
     log = open_event_log(db.engine, db.dialect, settings)
     for statements in history:
         changed(db, statements)
         report = run_cycle(settings, db.engine, db.dialect, log, open_sink(str(out), 2))
         assert not report.errors
+        assert report.on_spark == (settings.small_cycle_rows == 0)
         applied = apply_documents([str(out)], mirror)
         assert applied.failure is None, str(applied.failure)
 
@@ -292,6 +295,17 @@ def test_a_history_published_with_triggers_reproduces_the_database(kind, flavour
             "usr_mbr_of.idg": {("dn", f"idg=7,table=grp,schema={db.schema}")},
         }
         assert f"idu=40,table=usr,schema={db.schema}" in objects
+    finally:
+        db.drop()
+
+
+def test_a_history_published_on_spark_reproduces_the_database(spark, tmp_path):
+    db = make_sample_db("sqlite", tmp_path, triggers="field")
+    try:
+        mirror = tmp_path / "m.db"
+        published_history(db, tmp_path / "out", mirror, small_cycle_rows=0)
+
+        assert [str(d) for d in verify_mirror(replace(db.settings, tables=("usr", "grp")), mirror)] == []
     finally:
         db.drop()
 
