@@ -53,7 +53,8 @@ def current_select(
     query = sa.select(*selected)
     if wanted is None:
         return query
-    matches = [_KeyMatch(dialect, table.column(name), source.c[table.column(name).read_name]) for name in key_names]
+    columns = [table.column(name) for name in key_names]
+    matches = [_KeyMatch(dialect, c, source.c[c.read_name]) for c in columns]
     keys = [key for key in wanted if all(m.names_a_value(v) for m, v in zip(matches, key))]
     if len(matches) == 1:
         return query.where(matches[0].column.in_([matches[0].value(key[0]) for key in keys]))
