@@ -20,6 +20,7 @@ from publisher.cli import cli
 from publisher.cycle import CycleReport, run_cycle
 from publisher.delivery.sinks import FileSink, open_sink
 from publisher.source.event_log import open_event_log
+from publisher.source import resync as resync_module
 from publisher.source.database import run_scripts
 from publisher.source.triggers import trigger_script
 from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
@@ -348,5 +349,34 @@ def test_an_integer_key_past_a_signed_bigint_names_no_row_of_a_signed_column(tmp
         db.log((f"k={2**63}", 6, "big"), ("k=1", 6, "big"))
         document, report = db.publish(tmp_path / "out.xml", tables=("big",))
         assert report.errors == [] and _values(document) == {"k=1": [("v", "string", "one")]}
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", DATABASES)
+def test_a_resync_resumes_after_a_boolean_key(kind, tmp_path, monkeypatch):
+    """The key text a resumed resync starts after is bound back as a boolean: `true` on
+    PostgreSQL's boolean, 1 on MariaDB's TINYINT(1)."""
+    db = make_sample_db(kind, tmp_path)
+    try:
+        db.execute(f"CREATE TABLE {db.table('flag')} (k BOOLEAN NOT NULL PRIMARY KEY, v VARCHAR(5))")
+        db.execute(f"INSERT INTO {db.table('flag')} (k, v) VALUES (FALSE, 'no'), (TRUE, 'yes')")
+        record, calls = resync_module._Passes.record, []
+
+        def failing(self, conn, name, last_key, count):
+            calls.append(last_key)
+            if len(calls) == 2:
+                raise RuntimeError("the connection broke")
+            record(self, conn, name, last_key, count)
+
+        args = ["resync", "--db", db.settings.db_url, "--schema", db.schema, "--tables", "flag", "--chunk", "1"]
+        monkeypatch.setattr(resync_module._Passes, "record", failing)
+        assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
+        monkeypatch.setattr(resync_module._Passes, "record", record)
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        with db.engine.connect() as conn:
+            logged = conn.execute(sa.text(f"SELECT table_key FROM {db.table('indirect_process')} ORDER BY record_id"))
+            assert [r[0] for r in logged] == ["k=false", "k=true"]
     finally:
         db.drop()
