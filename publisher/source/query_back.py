@@ -162,7 +162,8 @@ def current_table(
     table is in, where the database has schemas."""
     arrow = _arrow_schema(table)
     with engine.connect() as conn:
-        rows = conn.execute(current_select(dialect_of(engine.dialect.name), table, schema, key_names, wanted)).all()
+        query = current_select(dialect_of(engine.dialect.name), table, schema, key_names, wanted)
+        rows = conn.execute(query).all()
     columns = zip(*rows) if rows else ([] for _ in arrow)
     return pa.table(
         [pa.array([_value(v, f.type) for v in column], f.type) for column, f in zip(columns, arrow)],

@@ -36,7 +36,7 @@ _BOOLEAN_LIKE = (("TINYINT", "display_width"), ("BIT", "length"))
 
 def is_bit(sql_type: object) -> bool:
     """A BIT(n) column: a database may write it as bytes where its text is wanted
-    (Dialect.bit_text)."""
+    (Dialect.bit_number)."""
     return type(sql_type).__name__ == "BIT"
 
 
