@@ -289,11 +289,11 @@ def test_spark_publishes_the_same_keys_and_values(keys_db, spark, tmp_path):
 
 
 def _values(document: etree._Element) -> dict[str, list[tuple[str, str, str]]]:
-    """Each command's association: its (attribute, type, text) values."""
+    """Each command's association: its (attribute, type, text) values, sorted."""
     return {
-        c.findtext("association").split(",table=")[0]: [
+        c.findtext("association").split(",table=")[0]: sorted(
             (a.get("attr-name"), v.get("type"), v.text) for a in c if a.get("attr-name") for v in a.iter("value")
-        ]
+        )
         for c in document.find("input")
     }
 
@@ -308,10 +308,15 @@ def test_a_postgresql_uuid_date_or_numeric_key_is_read_back(tmp_path):
             db.execute(f"CREATE TABLE {db.table(name)} (k {sql} PRIMARY KEY, v text)")
             db.execute(f"INSERT INTO {db.table(name)} VALUES ('{key}', 'of {name}')")
             db.log((f"k={key}", 6, name), (f"k={key}", 8, name, "v"))
+        # A child table's rows, read by the parent's uuid key.
+        db.execute(f"CREATE TABLE {db.table('u_tag')} (k uuid NOT NULL REFERENCES {db.table('u')}, tag text NOT NULL)")
+        db.execute(f"INSERT INTO {db.table('u_tag')} VALUES ('{UUID1}', 'x'), ('{UUID1}', 'y')")
+        db.log((f"k={UUID1}", 8, "u", "u_tag.tag"))
         document, report = db.publish(tmp_path / "out.xml", tables=("u", "d", "n", "t"))
         assert report.errors == [] and set(db.statuses().values()) == {"S"}
         assert _values(document) == {
-            f"k={UUID1}": [("v", "string", "of u")], "k=2024-01-31": [("v", "string", "of d")],
+            f"k={UUID1}": [("u_tag.tag", "string", "x"), ("u_tag.tag", "string", "y"), ("v", "string", "of u")],
+            "k=2024-01-31": [("v", "string", "of d")],
             "k=1.50": [("v", "string", "of n")], "k=2024-01-31 10:00:00": [("v", "string", "of t")],
         }
     finally:
@@ -332,7 +337,7 @@ def test_a_boolean_column_is_state_on_every_database(kind, tmp_path):
         if bit:
             db.execute(f"UPDATE {flag} SET b = 0")
         document, report = db.publish(tmp_path / "out.xml", tables=("flag",))
-        read_back = [("f", "state", "false"), *([("b", "state", "false")] if bit else [])]
+        read_back = [*([("b", "state", "false")] if bit else []), ("f", "state", "false")]
         assert _values(document) == {"k=1": [("f", "state", "true")], "k=2": read_back}
         assert report.errors == []
     finally:
