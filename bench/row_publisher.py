@@ -48,6 +48,7 @@ from publisher.reduce.rules import Cell, Classifier, Event, Rejected, object_com
 from publisher.render.xds import command_xml
 from publisher.settings import Settings
 from publisher.source.database import connect
+from publisher.source.dialects import dialect_of
 from publisher.source.event_log import open_event_log
 from publisher.source.query_back import current_select
 from publisher.source.schema import reflect_catalogue
@@ -60,13 +61,14 @@ class QueryBack:
 
     def __init__(self, conn: sa.Connection, catalogue: Catalogue, schema: str | None) -> None:
         self.conn, self.catalogue, self.schema = conn, catalogue, schema
+        self.dialect = dialect_of(conn.dialect.name)
         self.children: dict[str, dict[str, list[CurrentCell]]] = {}
 
     def __call__(self, table: Table, pairs: list[tuple[str, str]]) -> tuple[list[Cell] | None, dict[str, str]]:
         """The current row's non-key cells (None: vanished) and the error of each bad cell."""
         names = [column for column, _ in pairs]
         wanted = match_text([value for _, value in pairs])
-        query = current_select(table, self.schema, names, [[value for _, value in pairs]])
+        query = current_select(self.dialect, table, self.schema, names, [[value for _, value in pairs]])
         for row in self.conn.execute(query).mappings():
             if current_match(table, names, row) == wanted:
                 cells = current_cells(self.catalogue, table, names, row)
@@ -78,7 +80,7 @@ class QueryBack:
     def _child_values(self, child: Table) -> dict[str, list[CurrentCell]]:
         if child.name not in self.children:
             values: dict[str, list[CurrentCell]] = {}
-            query = current_select(child, self.schema, child.key_columns, None)
+            query = current_select(self.dialect, child, self.schema, child.key_columns, None)
             for row in self.conn.execute(query).mappings():
                 match = current_match(child, child.key_columns, row)
                 if match is not None:

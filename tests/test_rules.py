@@ -170,7 +170,7 @@ def test_future_events_wait_and_the_rest_go_by_event_time(sample_db, publish):
         (("idu=x", 6, "usr"), "table_key value x of idu is not an integer"),
         (("idu=abc", 4, "usr"), "table_key value abc of idu is not an integer"),
         (("idu=99999999999999999999", 6, "usr"), "table_key value 99999999999999999999 of idu is not"),
-        (("idu=9223372036854775808", 4, "usr"), "value 9223372036854775808 of idu is not a 64-bit integer"),
+        (("idu=18446744073709551616", 4, "usr"), "value 18446744073709551616 of idu is not a 64-bit integer"),
         (("idu=1", 2.5, "usr"), "unknown event_type 2.5"),
         (("idu=1", 1, "usr", "idu", None, "5\n"), "new_value 5\\x0a is not a valid int value"),
         (("idu=\x0b1", 4, "usr"), "table_key has a character XML 1.0 cannot carry at position 5"),

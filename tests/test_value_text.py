@@ -110,8 +110,13 @@ def test_value_text(value, xds_type, is_char, expected):
         ("01", vt.INT, False, "1"),
         (" 1", vt.INT, False, "1"),
         ("9223372036854775807", vt.INT, False, "9223372036854775807"),
-        ("9223372036854775808", vt.INT, False, "is not a 64-bit integer"),
+        ("18446744073709551615", vt.INT, False, "18446744073709551615"),  # an unsigned BIGINT's
+        ("18446744073709551616", vt.INT, False, "is not a 64-bit integer"),
+        ("-9223372036854775809", vt.INT, False, "is not a 64-bit integer"),
         ("x", vt.INT, False, "is not an integer"),
+        ("1", vt.STATE, False, "true"),  # one text whatever the database writes
+        ("false", vt.STATE, False, "false"),
+        ("2", vt.STATE, False, "is not a valid state value"),
         ("bob  ", vt.STRING, True, "bob"),
         ("Bob ", vt.STRING, False, "Bob "),
         ("2024-01-01", vt.TIME, False, "2024-01-01"),  # matched as the database writes it

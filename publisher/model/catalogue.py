@@ -32,6 +32,9 @@ class Column:
     reference_by_key: bool = False
     # --hash-columns (model/policy.py): its values are published as their keyed hash.
     hash_key: bytes | None = field(default=None, repr=False)
+    # The type the database reflected (an SQLAlchemy type; None: not from a database), so
+    # that a key text bound in a query compares as a value of it (source/query_back.py).
+    sql_type: object = field(default=None, repr=False, compare=False)
 
     @property
     def read_name(self) -> str:

@@ -56,7 +56,8 @@ XML_FORBIDDEN_RE2 = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x{FFFE}\x{FFFF}]"
 # \Z, not $: a trailing newline is not part of a number.
 _INTEGER = re.compile(r"-?[0-9]+\Z")
 _TIME_OF_DAY = re.compile(r"(-?)([0-9]+):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?\Z")
-_BIGINT = range(-(2**63), 2**63)  # an integer key's values: query-back matches them as such
+# An integer key's values: query-back matches them as such (signed and unsigned BIGINT).
+_BIGINT = range(-(2**63), 2**64)
 _HOUR_DIGITS = 15  # a time of day's hours, at most: more is no time (and int() refuses 4,300)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 # A time column's values under Time Syntax 2 and 3, by kind: ISO dates, times of day and
@@ -89,6 +90,9 @@ AS_IS: dict[str, str | None] = {
 CHAR_AS_IS = r"(^$|[^ ]$)"
 # An integer key value that is surely canonical and within 64 bits (at most 18 digits).
 INT_KEY_AS_IS = r"^(0|-?[1-9][0-9]{0,17})$"
+# Per type, the key values that are surely their own key text (key_text); any other
+# type's are as the database writes them.
+KEY_AS_IS = {INT: INT_KEY_AS_IS, STATE: AS_IS[STATE]}
 # Per time_form, the texts that are surely their own XDS text: under Time Syntax 1 the
 # integers; under 3 a day 01-28 of a year 1000-9999, a time of day, and a timestamp with
 # its shortest fraction; under 2 none (no database writes that form).
@@ -239,10 +243,11 @@ def _offset(text: str | None) -> dt.timezone | None:
 
 def key_text(value: str | bytes, xds_type: str, is_char: bool = False) -> str:
     """A key value as objects are named and matched by it: integers canonical and within
-    64 bits, CHAR without pad spaces, binary in Base64, any other type as the database
-    writes it. InvalidValue when an integer key is none."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return xds_text(value, xds_type)  # Base64, or InvalidValue for a non-binary column
+    64 bits (signed or unsigned), booleans ``true`` or ``false``, CHAR without pad spaces,
+    binary in Base64, any other type as the database writes it. InvalidValue when an
+    integer or boolean key is none."""
+    if isinstance(value, (bytes, bytearray, memoryview)) or xds_type == STATE:
+        return xds_text(value, xds_type)  # Base64 or a boolean, or InvalidValue
     if xds_type == INT:
         text = _integer(value, "is not an integer")
         if len(text) > 20 or int(text) not in _BIGINT:

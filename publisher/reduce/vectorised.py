@@ -78,7 +78,7 @@ class _TableShape:
         self.types = pa.array([c.xds_type for _, _, c in named], pa.string())
         key = table.column(table.key_columns[0])
         self.key, self.class_key = logged_key, key.name
-        self.key_pattern = value_text.INT_KEY_AS_IS if key.xds_type == value_text.INT else None
+        self.key_pattern = value_text.KEY_AS_IS.get(key.xds_type)
         by_pattern: dict[str | None, list[str]] = defaultdict(list)
         for logged, _, c in named:
             by_pattern[as_is_pattern(c.xds_type, c.is_char, c.time_form)].append(logged)

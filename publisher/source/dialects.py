@@ -70,6 +70,9 @@ class Dialect:
     first_characters: Callable[[sa.ColumnElement, int], sa.ColumnElement]
     # Runs a script of several statements (the files under sql/) on a DBAPI connection.
     run_script: Callable[[Any, str], None]
+    # A binary key's Base64 text as the value its column is compared with
+    # (source/query_back.py), in SQL that Spark's JDBC source runs too.
+    binary_key: Callable[[str], object]
     # The longest name the database takes, in bytes of UTF-8 (MariaDB counts 64
     # characters, never fewer than 64 bytes); None: no limit that matters. A longer name
     # xdspub derives is shortened (source/identifiers.py).
@@ -94,6 +97,14 @@ class Dialect:
     # and :table) announces logged rows, when it has the wake-up trigger (WAKE_TRIGGER) of
     # sql/<dialect>/wake.sql; None: the database has none, and the service only polls.
     wake_channel_query: str | None = None
+    # A key's text cast to its column's reflected type where a query binds it
+    # (source/query_back.py): PostgreSQL compares a uuid, date, numeric, enum ... with no
+    # text; MariaDB and SQLite convert a text themselves.
+    casts_key_texts: bool = False
+    # A BIT column's value as a number, where its text is wanted (source/schema.py is_bit).
+    bit_number: Callable[[sa.ColumnElement], sa.ColumnElement] = lambda column: column
+    # A binary key column as binary_key's values are compared with.
+    binary_key_column: Callable[[sa.ColumnElement], sa.ColumnElement] = lambda column: column
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -157,6 +168,10 @@ SQLITE = Dialect(
     run_script=lambda connection, script: connection.executescript(script),
     on_connect=_sqlite_prepare,
     text_as_bytes=True,
+    # By the column's hex: SQLite has no function from Base64 (nor, before 3.41, from hex)
+    # that Spark's JDBC connections know, and a bytes literal is written as text.
+    binary_key=lambda text: base64.b64decode(text).hex().upper(),
+    binary_key_column=sa.func.hex,
 )
 
 def _run_each_result(connection: Any, script: str) -> None:
@@ -213,6 +228,8 @@ POSTGRESQL = Dialect(
         give_owner="ALTER VIEW {table} OWNER TO {owner}",
     ),
     copy_reads=True,
+    casts_key_texts=True,
+    binary_key=lambda text: sa.func.decode(text, "base64"),
     early_statuses=EarlyStatusSql(
         # A server's idle-in-transaction timeout would end the session mid-cycle.
         prepare=_PG_NO_TIMEOUTS,
@@ -264,6 +281,8 @@ MARIADB = Dialect(
         denied=1142,  # ER_TABLEACCESS_DENIED_ERROR
     ),
     connect_args={"client_flag": 1 << 16},  # CLIENT.MULTI_STATEMENTS, for init-db scripts
+    binary_key=sa.func.from_base64,
+    bit_number=lambda column: column + 0,  # CAST AS CHAR of a BIT writes its bytes
 )
 
 DIALECTS = {d.name: d for d in (SQLITE, POSTGRESQL, MARIADB)} | {"mariadb": MARIADB}

@@ -8,16 +8,18 @@ never spliced into the SQL; names come from the reflected catalogue only."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import sqlalchemy as sa
 
 from publisher.model import value_text
-from publisher.model.catalogue import Catalogue, Table
+from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
-from publisher.source.dialects import Dialect
+from publisher.source.dialects import Dialect, dialect_of
 from publisher.source.jdbc import JdbcQuery, jdbc_query
+from publisher.source.schema import is_bit
 from publisher.source.text import database_text
 
 # Up to this many requested objects are read by their keys; more, and the table is read
@@ -26,6 +28,7 @@ KEYED_READ_LIMIT = 1_000
 
 
 def current_select(
+    dialect: Dialect,
     table: Table,
     schema: str | None,
     key_names: Sequence[str],
@@ -37,22 +40,70 @@ def current_select(
     (the integer column a partitioned read splits on). Each column is named as its
     attribute (a view's ``sv_fname`` as ``fname``, docs/classes.md)."""
     source = sa.table(table.name, *(sa.column(c.read_name) for c in table.columns), schema=schema)
+
+    def text(column: Column) -> sa.ColumnElement:
+        value = source.c[column.read_name]
+        return sa.cast(dialect.bit_number(value) if is_bit(column.sql_type) else value, sa.Text)
+
     selected = [
         source.c[c.read_name].label(c.name) if c.xds_type == value_text.OCTET or c.name == raw
-        else sa.cast(source.c[c.read_name], sa.Text).label(c.name)
+        else text(c).label(c.name)
         for c in table.columns
     ]
     query = sa.select(*selected)
     if wanted is None:
         return query
     columns = [table.column(name) for name in key_names]
-    binds = [
-        tuple(int(v) if c.xds_type == value_text.INT else v for c, v in zip(columns, key))
-        for key in wanted
-    ]
-    if len(key_names) == 1:
-        return query.where(source.c[key_names[0]].in_([b[0] for b in binds]))
-    return query.where(sa.tuple_(*(source.c[n] for n in key_names)).in_(binds))
+    matches = [_KeyMatch(dialect, c, source.c[c.read_name]) for c in columns]
+    keys = [key for key in wanted if all(m.names_a_value(v) for m, v in zip(matches, key))]
+    if len(matches) == 1:
+        return query.where(matches[0].column.in_([matches[0].value(key[0]) for key in keys]))
+    return query.where(
+        sa.tuple_(*(m.column for m in matches)).in_(
+            [sa.tuple_(*(m.value(v) for m, v in zip(matches, key))) for key in keys]
+        )
+    )
+
+
+class _KeyMatch:
+    """How a key column is compared with a key text (docs/rendering.md, Key text): the
+    column itself where the database can (so that its index serves), with the text as a
+    value of the column's type."""
+
+    def __init__(self, dialect: Dialect, column: Column, source: sa.ColumnElement) -> None:
+        self.dialect, self.xds_type, self.sql_type = dialect, column.xds_type, column.sql_type
+        # A type SQLAlchemy does not know (SQLite's column without a declared type, a
+        # type of an extension): its values may be of any kind, compared as their text.
+        self.by_text = isinstance(self.sql_type, sa.types.NullType) and self.xds_type == value_text.STRING
+        self.column = sa.cast(source, sa.Text) if self.by_text else source
+        if self.xds_type == value_text.OCTET:
+            self.column = dialect.binary_key_column(source)
+
+    def names_a_value(self, text: str) -> bool:
+        """Whether ``text`` can name a value of the column: a binary key's is Base64, and
+        an integer key past 2**63 - 1 names none of a signed column (nor could SQLite bind
+        it)."""
+        if self.xds_type == value_text.INT:
+            return int(text) < 2**63 or bool(getattr(self.sql_type, "unsigned", False))
+        if self.xds_type != value_text.OCTET:
+            return True
+        try:
+            base64.b64decode(text, validate=True)
+        except ValueError:
+            return False
+        return True
+
+    def value(self, text: str) -> object:
+        """The key text as the value the column is compared with."""
+        if self.xds_type == value_text.INT:
+            return int(text)
+        if self.xds_type == value_text.STATE:
+            return sa.literal(text == "true", sa.Boolean())
+        if self.xds_type == value_text.OCTET:
+            return self.dialect.binary_key(text)
+        if self.by_text or not self.dialect.casts_key_texts or self.sql_type is None:
+            return text
+        return sa.cast(sa.literal(text, sa.Text()), self.sql_type)
 
 
 def current_read(
@@ -70,7 +121,7 @@ def current_read(
     schema = catalogue.schema if dialect.has_schemas else None
     split = _split(engine, schema, table, key_names) if wanted is None else None
     column = split and split[0]
-    query = current_select(table, schema, key_names, wanted, column)
+    query = current_select(dialect, table, schema, key_names, wanted, column)
     if split is None or not dialect.copy_reads:
         return jdbc_query(engine, dialect, query, _arrow_schema(table), split)
     _, low, high, rows = split
@@ -83,7 +134,8 @@ def _split(
     engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str]
 ) -> tuple[str, int, int, int] | None:
     """(key column, lowest, highest, rows) of a table whose first key column is an integer,
-    to read it in ranges; None for any other table, or an empty one."""
+    to read it in ranges; None for any other table, an empty one, or one holding a key
+    past a signed 64-bit integer."""
     if table.column(key_names[0]).xds_type != value_text.INT:
         return None
     source = sa.table(table.name, sa.column(key_names[0]), schema=schema)
@@ -92,7 +144,8 @@ def _split(
         low, high, rows = conn.execute(
             sa.select(sa.func.min(key), sa.func.max(key), sa.func.count()).select_from(source)
         ).one()
-    return (key_names[0], low, high, rows) if rows else None
+    # Spark splits a read on a signed 64-bit number: an unsigned BIGINT past it is read whole.
+    return (key_names[0], low, high, rows) if rows and high < 2**63 else None
 
 
 def _arrow_schema(table: Table) -> pa.Schema:
@@ -109,7 +162,8 @@ def current_table(
     table is in, where the database has schemas."""
     arrow = _arrow_schema(table)
     with engine.connect() as conn:
-        rows = conn.execute(current_select(table, schema, key_names, wanted)).all()
+        query = current_select(dialect_of(engine.dialect.name), table, schema, key_names, wanted)
+        rows = conn.execute(query).all()
     columns = zip(*rows) if rows else ([] for _ in arrow)
     return pa.table(
         [pa.array([_value(v, f.type) for v in column], f.type) for column, f in zip(columns, arrow)],

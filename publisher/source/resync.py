@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from grammar import parse_table_key
+from publisher.model import value_text
 from publisher.model.catalogue import Table
 from publisher.progress import RowProgress
 from publisher.settings import Settings
@@ -170,6 +171,7 @@ class _Chunks:
         reflected = sa.Table(table.name, sa.MetaData(), schema=db_schema, autoload_with=engine)
         self.row = reflected.alias(_ROW)
         self.keys = [self.row.c[k] for k in table.key_columns]
+        self.booleans = {k for k in table.key_columns if table.column(k).xds_type == value_text.STATE}
         self.key_text = sa.literal_column(
             table_key_sql(TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), table, _ROW)
         )
@@ -229,6 +231,9 @@ class _Chunks:
         values = dict(parse_table_key(last_key))
         bound = []
         for key in self.keys:
+            if key.name in self.booleans:  # true or false, whatever type holds it (TINYINT(1))
+                bound.append(values[key.name] == "true")
+                continue
             try:
                 convert = _FROM_KEY_TEXT.get(key.type.python_type, str)
             except NotImplementedError:
@@ -242,6 +247,8 @@ def _beyond(keys: Sequence[sa.ColumnElement], values: Sequence[object], above: b
     ``k1 >= v1 AND (k1 > v1 OR k2 > v2)`` and so on, whose leading ``k1 >= v1`` is a range
     of the key's index on every database."""
     strict, loose = (operator.gt, operator.ge) if above else (operator.lt, operator.le)
+    # Bound as the keys' types: SQLAlchemy orders no column by a bare True or False.
+    values = [sa.literal(value, key.type) for key, value in zip(keys, values)]
     condition = (strict if above else loose)(keys[-1], values[-1])
     for key, value in zip(reversed(keys[:-1]), reversed(values[:-1])):
         condition = sa.and_(loose(key, value), sa.or_(strict(key, value), condition))

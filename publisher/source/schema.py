@@ -28,12 +28,32 @@ _TIME_KINDS = (
 )
 
 
+# Types that are booleans under another name, by the reflected type's class name and the
+# size it is declared with: MariaDB's BOOLEAN is TINYINT(1), and a BIT(1) holds one bit
+# (JDBC takes both as booleans too; docs/rendering.md, Value types).
+_BOOLEAN_LIKE = (("TINYINT", "display_width"), ("BIT", "length"))
+
+
+def is_bit(sql_type: object) -> bool:
+    """A BIT(n) column: a database may write it as bytes where its text is wanted
+    (Dialect.bit_number)."""
+    return type(sql_type).__name__ == "BIT"
+
+
+def _is_boolean(sql_type: sa.types.TypeEngine) -> bool:
+    if isinstance(sql_type, sa.types.Boolean):
+        return True
+    return any(
+        type(sql_type).__name__ == name and getattr(sql_type, size, None) == 1 for name, size in _BOOLEAN_LIKE
+    )
+
+
 def xds_type_of(
     sql_type: sa.types.TypeEngine, time_syntax: int = value_text.TimeSyntax.INTEGER
 ) -> tuple[str, bool, str | None]:
     """(XDS value type, is CHAR(n), time_form) of a reflected column type; a date, time or
     timestamp column's type and form follow ``time_syntax``."""
-    if isinstance(sql_type, sa.types.Boolean):
+    if _is_boolean(sql_type):
         return value_text.STATE, False, None
     if isinstance(sql_type, sa.types.Integer):
         return value_text.INT, False, None
@@ -236,12 +256,13 @@ class _Shapes:
         """A column: a reference when a foreign key of its own names a primary key (a
         parent's column must be nullable; ``any_null`` for a child's), or names a table
         that is not a class (its events are then E)."""
-        xds_type, is_char, time_form = xds_type_of(reflected["type"], self.time_syntax)
+        sql_type = reflected["type"]
+        xds_type, is_char, time_form = xds_type_of(sql_type, self.time_syntax)
+        own = Column(reflected["name"], ordinal, xds_type, is_char, time_form=time_form, sql_type=sql_type)
         fk = table.foreign_key_of(reflected["name"])
         if fk is None or not (any_null or reflected["nullable"]):
-            return Column(reflected["name"], ordinal, xds_type, is_char, time_form=time_form)
+            return own
         name, target = self._target(fk)
         if target is not None and target.primary_key and not self._is_class_key(fk, target):
-            # a unique key, no class's
-            return Column(reflected["name"], ordinal, xds_type, is_char, time_form=time_form)
-        return Column(reflected["name"], ordinal, value_text.DN, False, reference=name)
+            return own  # a unique key, no class's
+        return Column(reflected["name"], ordinal, value_text.DN, False, reference=name, sql_type=sql_type)

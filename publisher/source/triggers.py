@@ -29,7 +29,7 @@ from publisher.source.database import filled
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log
 from publisher.source.identifiers import checked, derived_name, sql_quote
-from publisher.source.schema import reflect_catalogue
+from publisher.source.schema import is_bit, reflect_catalogue
 
 FLAVOURS = ("field", "query-back")
 # The event log columns a trigger writes, by their default names (docs/event-log.md).
@@ -44,6 +44,7 @@ class TriggerSql:
     sql_dir: str  # the skeleton is sql/<sql_dir>/trigger.sql
     concat: tuple[str, str, str]  # what goes before, between and after concatenated parts
     text: str  # a value as text, as query-back reads it (CAST AS TEXT)
+    bit_number: str  # a BIT column's value as a number, as query-back reads it (Dialect.bit_number)
     base64: str  # a binary value as Base64 on one line
     rtrim: str  # a CHAR key value without its pad spaces
     distinct: str  # {0} and {1} differ, a NULL differing from any value
@@ -80,6 +81,7 @@ SQLITE = TriggerSql(
     sql_dir="sqlite",
     concat=("", " || ", ""),
     text="CAST({0} AS TEXT)",
+    bit_number="{0}",
     base64="base64({0})",  # registered on each xdspub connection (dialects.py)
     rtrim="rtrim({0})",
     distinct="{0} IS NOT {1}",
@@ -97,6 +99,7 @@ POSTGRESQL = TriggerSql(
     sql_dir="postgresql",
     concat=("", " || ", ""),
     text="CAST({0} AS TEXT)",
+    bit_number="{0}",
     base64="translate(encode({0}, 'base64'), E'\\n', '')",
     rtrim="rtrim({0})",
     distinct="{0} IS DISTINCT FROM {1}",
@@ -115,6 +118,7 @@ MARIADB = TriggerSql(
     sql_dir="mariadb",
     concat=("CONCAT(", ", ", ")"),
     text="CAST({0} AS CHAR CHARACTER SET utf8mb4)",
+    bit_number="({0} + 0)",
     base64="REPLACE(TO_BASE64({0}), '\\n', '')",
     rtrim="RTRIM({0})",
     # BINARY: a change of case or of trailing spaces is a change, whatever the collation.
@@ -407,9 +411,10 @@ class _Writer:
     def _value(self, column: Column, side: str) -> str:
         """A column's value as the event log holds it: binary in Base64, the rest as text
         (a reference: the referenced key's value)."""
+        value = self._col(side, column.name)
         if column.xds_type == value_text.OCTET:
-            return self.sql.base64.format(self._col(side, column.name))
-        return self.sql.text.format(self._col(side, column.name))
+            return self.sql.base64.format(value)
+        return self.sql.text.format(self.sql.bit_number.format(value) if is_bit(column.sql_type) else value)
 
     # -- DDL
 
@@ -486,6 +491,9 @@ def table_key_sql(
         expression = f"{row}.{quote(source)}"
         if column.xds_type == value_text.INT:
             parts.append(expression)  # a concatenation writes an integer plain
+            continue
+        if column.xds_type == value_text.STATE:  # as key_text writes it, whatever the database's
+            parts.append(f"CASE WHEN {expression} THEN 'true' ELSE 'false' END")
             continue
         text = (
             sql.base64.format(expression)

@@ -1,0 +1,387 @@
+"""Every key and value type, on every database, in every path (docs/rendering.md, Value
+types and Key text): a kept example set of tables, each with one type as its key and as a
+value (and a composite key mixing them), changed through the generated triggers of both
+flavours and published in the driver plan, by ``explain``, after ``resync``, triggerless
+and on Spark. Each path must give the same association and the same value type and text."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+from lxml import etree
+
+from grammar import format_table_key
+from publisher.cli import cli
+from publisher.cycle import CycleReport, run_cycle
+from publisher.delivery.sinks import FileSink, open_sink
+from publisher.source.event_log import open_event_log
+from publisher.source import resync as resync_module
+from publisher.source.database import run_scripts
+from publisher.source.triggers import trigger_script
+from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
+from tests.conftest import SampleDb, make_sample_db
+
+PUBLISHER = "xdspub-keys"  # not the user making the changes: they are no loopback
+UUID1, UUID2 = "123e4567-e89b-12d3-a456-426614174000", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One type: its SQL, two values as SQL literals, and each one's key text and value
+    (XDS type and text)."""
+
+    name: str
+    sql: str
+    literals: tuple[str, str]
+    keys: tuple[str, str]
+    xds_type: str
+    texts: tuple[str, str] | None = None  # as a value; None: as the key text
+
+
+def same(name: str, sql: str, first: str, second: str, xds_type: str = "string") -> Kind:
+    """A type whose values are quoted strings, their key and value texts as written."""
+    return Kind(name, sql, (f"'{first}'", f"'{second}'"), (first, second), xds_type)
+
+
+# Dates and timestamps are `time` values (Time Syntax 1): seconds since 1970 UTC.
+DAY = ("1706659200", "1706745600")  # 2024-01-31, 2024-02-01
+MOMENT = ("1706695200", "1706781600")  # 10:00:00 on those days
+TYPES = {
+    "postgresql": [
+        same("uuid", "uuid", UUID1, UUID2),
+        Kind("date", "date", ("'2024-01-31'", "'2024-02-01'"), ("2024-01-31", "2024-02-01"), "time", DAY),
+        Kind("ts", "timestamp", ("'2024-01-31 10:00:00.5'", "'2024-02-01 10:00:00'"),
+             ("2024-01-31 10:00:00.5", "2024-02-01 10:00:00"), "time", MOMENT),
+        Kind("tstz", "timestamptz", ("'2024-01-31 12:00:00+02'", "'2024-02-01 10:00:00Z'"),
+             ("2024-01-31 10:00:00+00", "2024-02-01 10:00:00+00"), "time", MOMENT),
+        Kind("num", "numeric(12,2)", ("1.50", "-20.00"), ("1.50", "-20.00"), "string"),
+        Kind("dec", "decimal", ("12345678901234567890.123", "7"), ("12345678901234567890.123", "7"), "string"),
+        Kind("small", "smallint", ("32767", "-32768"), ("32767", "-32768"), "int"),
+        Kind("big", "bigint", ("9223372036854775807", "-9223372036854775808"),
+             ("9223372036854775807", "-9223372036854775808"), "int"),
+        same("chr", "char(6)", "ab", "cd  e"),
+        same("vc", "varchar(20)", "007", "a b"),
+        same("txt", "text", "Größe", "7"),
+        same("ci", "citext", "mixed", "MIXED"),
+        Kind("bool", "boolean", ("true", "false"), ("true", "false"), "state"),
+        Kind("bin", "bytea", ("'\\x00ff10'::bytea", "'\\x'::bytea"), ("AP8Q", ""), "octet"),
+        same("mood", "{schema}.mood", "happy", "sad"),
+    ],
+    "mariadb": [
+        same("uuid", "UUID", UUID1, UUID2),
+        Kind("date", "DATE", ("'2024-01-31'", "'2024-02-01'"), ("2024-01-31", "2024-02-01"), "time", DAY),
+        Kind("dt", "DATETIME", ("'2024-01-31 10:00:00'", "'2024-02-01 10:00:00'"),
+             ("2024-01-31 10:00:00", "2024-02-01 10:00:00"), "time", MOMENT),
+        Kind("num", "DECIMAL(12,2)", ("1.50", "-20.00"), ("1.50", "-20.00"), "string"),
+        Kind("big", "BIGINT UNSIGNED", ("18446744073709551615", "9223372036854775808"),
+             ("18446744073709551615", "9223372036854775808"), "int"),
+        same("ci", "VARCHAR(20) COLLATE utf8mb4_general_ci", "mixed", "MIXED"),
+        same("chr", "CHAR(6) COLLATE utf8mb4_general_ci", "ab", "AB"),
+        Kind("bin", "BINARY(3)", ("x'00ff10'", "x'414243'"), ("AP8Q", "QUJD"), "octet"),
+        Kind("vbin", "VARBINARY(8)", ("x'00ff10'", "x''"), ("AP8Q", ""), "octet"),
+        Kind("bool", "BOOLEAN", ("TRUE", "FALSE"), ("true", "false"), "state"),
+        Kind("bit", "BIT(1)", ("b'1'", "b'0'"), ("true", "false"), "state"),
+    ],
+    "sqlite": [
+        Kind("untyped", "", ("7", "'007'"), ("7", "007"), "string"),
+        same("txt", "TEXT", "007", "7"),
+        Kind("int", "INTEGER", ("9223372036854775807", "-1"), ("9223372036854775807", "-1"), "int"),
+        Kind("bool", "BOOLEAN", ("1", "0"), ("true", "false"), "state"),
+        Kind("bin", "BLOB", ("x'00ff10'", "x''"), ("AP8Q", ""), "octet"),
+        Kind("date", "DATE", ("'2024-01-31'", "'2024-02-01'"), ("2024-01-31", "2024-02-01"), "time", DAY),
+        Kind("num", "NUMERIC(12,2)", ("'1.5'", "20"), ("1.5", "20"), "string"),
+    ],
+}
+# The composite key of each database: three of its types, and a text value.
+COMPOSITE = {
+    "postgresql": ("uuid", "date", "bool"), "mariadb": ("uuid", "num", "bin"), "sqlite": ("untyped", "txt", "bin"),
+}
+MIXED = "kt_mixed"
+DATABASES = list(TYPES)
+
+Model = dict[tuple[str, str], dict[str, set[tuple[str, str]]]]  # (class, key): attr: {(type, text)}
+
+
+def table_of(kind: Kind) -> str:
+    return f"kt_{kind.name}"
+
+
+def expected(kind_name: str, row: int) -> Model:
+    """The objects after change ``row`` (0: the rows inserted, 1: each key and value swapped)."""
+    model: Model = {}
+    for kind in TYPES[kind_name]:
+        value = (kind.texts or kind.keys)[1 - row]
+        model[(table_of(kind), format_table_key([("k", kind.keys[row])]))] = {"v": {(kind.xds_type, value)}}
+    parts = [k for k in TYPES[kind_name] if k.name in COMPOSITE[kind_name]]
+    key = format_table_key([(f"c_{k.name}", k.keys[row]) for k in parts])
+    model[(MIXED, key)] = {"v": {("string", f"row {row}")}}
+    return model
+
+
+class KeyTypesDb:
+    """The sample database (its event log) with a table per type of ``kind_name``."""
+
+    def __init__(self, kind_name: str, tmp_path: Path) -> None:
+        self.kind, self.tmp_path = kind_name, tmp_path
+        self.db: SampleDb = make_sample_db(kind_name, tmp_path)
+        self.settings = replace(self.db.settings, publisher_user=PUBLISHER,
+                                tables=(*(table_of(k) for k in TYPES[kind_name]), MIXED))
+        self.cycles = 0
+        if kind_name == "postgresql":
+            try:
+                self.db.execute("CREATE EXTENSION IF NOT EXISTS citext SCHEMA public")
+            except sa.exc.IntegrityError:  # another test made it at the same moment
+                pass
+            self.db.execute(f"CREATE TYPE {self.db.schema}.mood AS ENUM ('sad', 'happy')")
+        for kind in TYPES[kind_name]:
+            sql = kind.sql.format(schema=self.db.schema)
+            self.db.execute(f"CREATE TABLE {self.db.table(table_of(kind))} (k {sql} NOT NULL PRIMARY KEY, v {sql})")
+        parts = [k for k in TYPES[kind_name] if k.name in COMPOSITE[kind_name]]
+        columns = ", ".join(f"c_{k.name} {k.sql} NOT NULL" for k in parts)
+        keys = ", ".join(f"c_{k.name}" for k in parts)
+        self.db.execute(f"CREATE TABLE {self.db.table(MIXED)} ({columns}, v VARCHAR(10), PRIMARY KEY ({keys}))")
+
+    def install(self, flavour: str) -> None:
+        script = trigger_script(self.db.engine, self.db.dialect, self.db.schema, "indirect_process",
+                                list(self.settings.tables), flavour)
+        run_scripts(self.db.engine, self.db.dialect, [script.ddl])
+
+    def change(self, row: int) -> None:
+        """Row 0: insert each table's row; row 1: swap its key and value."""
+        for kind in TYPES[self.kind]:
+            first, second = kind.literals
+            name = self.db.table(table_of(kind))
+            if row == 0:
+                self.db.execute(f"INSERT INTO {name} (k, v) VALUES ({first}, {second})")
+            else:
+                self.db.execute(f"UPDATE {name} SET k = {second}, v = {first}")
+        parts = [k for k in TYPES[self.kind] if k.name in COMPOSITE[self.kind]]
+        if row == 0:
+            values = ", ".join(k.literals[0] for k in parts)
+            columns = ", ".join(f"c_{k.name}" for k in parts)
+            self.db.execute(f"INSERT INTO {self.db.table(MIXED)} ({columns}, v) VALUES ({values}, 'row 0')")
+        else:
+            sets = ", ".join(f"c_{k.name} = {k.literals[1]}" for k in parts)
+            self.db.execute(f"UPDATE {self.db.table(MIXED)} SET {sets}, v = 'row 1'")
+
+    def publish(self, **overrides: object) -> tuple[etree._Element, CycleReport]:
+        self.cycles += 1
+        settings = replace(self.settings, **overrides)
+        out = self.tmp_path / f"cycle-{self.cycles}.xml"
+        log = open_event_log(self.db.engine, self.db.dialect, settings)
+        report = run_cycle(settings, self.db.engine, self.db.dialect, log, FileSink(out))
+        assert report.errors == [], report.errors
+        return etree.parse(str(out)).getroot(), report
+
+    def explained(self) -> set[tuple[str, str]]:
+        """(kind, association) of each command ``explain`` says the pending rows make."""
+        args = ["explain", "--db", self.settings.db_url, "--schema", self.db.schema, "--publisher-user",
+                PUBLISHER, "--tables", ",".join(self.settings.tables), "--format", "json"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        lines = [json.loads(line) for line in result.output.splitlines()]
+        failed = [line for line in lines if line["fate"] not in ("published", "superseded")]
+        assert [(line["table_key"], line.get("reason")) for line in failed] == []
+        return {(line["kind"], line["association"]) for line in lines if line["fate"] == "published"}
+
+    def statuses(self) -> set[str]:
+        return set(self.db.statuses().values())
+
+
+def applied(model: Model, document: etree._Element, schema: str) -> Model:
+    """``model`` with the document's commands applied as a directory would apply them."""
+    model = {k: {a: set(v) for a, v in attrs.items()} for k, attrs in model.items()}
+    for command in document.find("input"):
+        association = command.findtext("association")
+        key, suffix = association.split(",table=", 1)
+        obj = (command.get("class-name"), key)
+        assert suffix == f"{obj[0]},schema={schema}", association
+        if command.tag == "delete":
+            assert model.pop(obj, None) is not None, f"delete of no object: {obj}"
+            continue
+        attributes = model.setdefault(obj, {})
+        for attr in command:
+            if attr.tag not in ("add-attr", "modify-attr"):
+                continue
+            values = attributes.setdefault(attr.get("attr-name"), set())
+            pieces = [attr] if attr.tag == "add-attr" else list(attr)
+            for piece in pieces:
+                texts = {(v.get("type"), v.text or "") for v in piece.iter("value")}
+                if piece.tag == "remove-all-values":
+                    values.clear()
+                elif piece.tag == "remove-value":
+                    values -= texts
+                else:
+                    values |= texts
+    return model
+
+
+def commands_of(document: etree._Element) -> set[tuple[str, str]]:
+    return {(c.tag, c.findtext("association")) for c in document.find("input")}
+
+
+@pytest.fixture(params=DATABASES)
+def keys_db(request, tmp_path: Path):
+    made = KeyTypesDb(request.param, tmp_path)
+    yield made
+    made.db.drop()
+
+
+@pytest.mark.parametrize("flavour", ["field", "query-back"])
+def test_each_type_as_key_and_value_publishes_one_text_in_every_path(keys_db, flavour, tmp_path):
+    db = keys_db
+    db.install(flavour)
+    model: Model = {}
+    for row in (0, 1):
+        db.change(row)
+        explained = db.explained()
+        document, _ = db.publish()
+        assert explained == commands_of(document)
+        model = applied(model, document, db.db.schema)
+        assert model == expected(db.kind, row), f"after change {row}"
+        assert db.statuses() == {"S"}
+
+    # resync logs each object as the triggers key it; its export gives the same objects.
+    result = CliRunner().invoke(cli, ["resync", "--db", db.settings.db_url, "--schema", db.db.schema,
+                                      "--tables", ",".join(db.settings.tables)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    document, _ = db.publish()
+    assert applied({}, document, db.db.schema) == expected(db.kind, 1)
+    assert db.statuses() == {"S"}
+
+    # Triggerless: the database's objects read whole, keyed by the same texts.
+    assert triggerless(db, tmp_path) == expected(db.kind, 1)
+
+
+def triggerless(db: KeyTypesDb, tmp_path: Path, **settings: object) -> Model:
+    """The objects a first triggerless cycle (--startup all) publishes."""
+    options = TriggerlessOptions(tmp_path / "state", "all")
+    with TriggerlessPublisher(replace(db.settings, **settings), options, db.db.engine, db.db.dialect) as publisher:
+        report = publisher.cycle(open_sink(str(tmp_path / "triggerless"), 3))
+    assert report.failed == []
+    model: Model = {}
+    for path in sorted((tmp_path / "triggerless").glob("*.xml")):
+        model = applied(model, etree.parse(str(path)).getroot(), db.db.schema)
+    return model
+
+
+@pytest.mark.slow
+def test_spark_publishes_the_same_keys_and_values(keys_db, spark, tmp_path):
+    """Spark's reads (JDBC, or COPY on PostgreSQL) of the keyed rows of the driver plan,
+    and of whole tables (triggerless): an unsigned BIGINT past 2**63 is read whole, not
+    split on."""
+    db = keys_db
+    db.install("query-back")
+    model: Model = {}
+    for row in (0, 1):
+        db.change(row)
+        document, report = db.publish(small_cycle_rows=0, spark_master="local[2]")
+        assert report.on_spark
+        model = applied(model, document, db.db.schema)
+        assert model == expected(db.kind, row), f"after change {row}"
+    assert db.statuses() == {"S"}
+    assert triggerless(db, tmp_path, small_cycle_rows=0, spark_master="local[2]") == expected(db.kind, 1)
+
+
+def _values(document: etree._Element) -> dict[str, list[tuple[str, str, str]]]:
+    """Each command's association: its (attribute, type, text) values, sorted."""
+    return {
+        c.findtext("association").split(",table=")[0]: sorted(
+            (a.get("attr-name"), v.get("type"), v.text) for a in c if a.get("attr-name") for v in a.iter("value")
+        )
+        for c in document.find("input")
+    }
+
+
+def test_a_postgresql_uuid_date_or_numeric_key_is_read_back(tmp_path):
+    """Query-back binds each key text as a value of its column's type: PostgreSQL compares
+    a uuid, date, numeric or timestamp with no character varying."""
+    db = make_sample_db("postgresql", tmp_path)
+    try:
+        for name, sql, key in (("u", "uuid", UUID1), ("d", "date", "2024-01-31"), ("n", "numeric(6,2)", "1.50"),
+                               ("t", "timestamp", "2024-01-31 10:00:00")):
+            db.execute(f"CREATE TABLE {db.table(name)} (k {sql} PRIMARY KEY, v text)")
+            db.execute(f"INSERT INTO {db.table(name)} VALUES ('{key}', 'of {name}')")
+            db.log((f"k={key}", 6, name), (f"k={key}", 8, name, "v"))
+        # A child table's rows, read by the parent's uuid key.
+        db.execute(f"CREATE TABLE {db.table('u_tag')} (k uuid NOT NULL REFERENCES {db.table('u')}, tag text NOT NULL)")
+        db.execute(f"INSERT INTO {db.table('u_tag')} VALUES ('{UUID1}', 'x'), ('{UUID1}', 'y')")
+        db.log((f"k={UUID1}", 8, "u", "u_tag.tag"))
+        document, report = db.publish(tmp_path / "out.xml", tables=("u", "d", "n", "t"))
+        assert report.errors == [] and set(db.statuses().values()) == {"S"}
+        assert _values(document) == {
+            f"k={UUID1}": [("u_tag.tag", "string", "x"), ("u_tag.tag", "string", "y"), ("v", "string", "of u")],
+            "k=2024-01-31": [("v", "string", "of d")],
+            "k=1.50": [("v", "string", "of n")], "k=2024-01-31 10:00:00": [("v", "string", "of t")],
+        }
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", DATABASES)
+def test_a_boolean_column_is_state_on_every_database(kind, tmp_path):
+    """MariaDB's BOOLEAN is TINYINT(1): it publishes as PostgreSQL's and SQLite's boolean
+    do, type state, as does MariaDB's BIT(1)."""
+    db = make_sample_db(kind, tmp_path)
+    try:
+        bit = kind == "mariadb"
+        flag = db.table("flag")
+        db.execute(f"CREATE TABLE {flag} (k INTEGER PRIMARY KEY, f BOOLEAN{', b BIT(1)' if bit else ''})")
+        db.log(("k=1", 1, "flag", "f", None, "true" if kind == "postgresql" else "1"), ("k=2", 6, "flag"))
+        db.execute(f"INSERT INTO {flag} (k, f) VALUES (2, FALSE)")
+        if bit:
+            db.execute(f"UPDATE {flag} SET b = 0")
+        document, report = db.publish(tmp_path / "out.xml", tables=("flag",))
+        read_back = [*([("b", "state", "false")] if bit else []), ("f", "state", "false")]
+        assert _values(document) == {"k=1": [("f", "state", "true")], "k=2": read_back}
+        assert report.errors == []
+    finally:
+        db.drop()
+
+
+def test_an_integer_key_past_a_signed_bigint_names_no_row_of_a_signed_column(tmp_path):
+    """2**63 is a key of an unsigned BIGINT only: on a signed column its query-back finds
+    nothing (SQLite could not even bind it), and the cycle goes on."""
+    db = make_sample_db("sqlite", tmp_path)
+    try:
+        db.execute("CREATE TABLE big (k INTEGER PRIMARY KEY, v TEXT)")
+        db.execute("INSERT INTO big VALUES (1, 'one')")
+        db.log((f"k={2**63}", 6, "big"), ("k=1", 6, "big"))
+        document, report = db.publish(tmp_path / "out.xml", tables=("big",))
+        assert report.errors == [] and _values(document) == {"k=1": [("v", "string", "one")]}
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", DATABASES)
+def test_a_resync_resumes_after_a_boolean_key(kind, tmp_path, monkeypatch):
+    """The key text a resumed resync starts after is bound back as a boolean: `true` on
+    PostgreSQL's boolean, 1 on MariaDB's TINYINT(1)."""
+    db = make_sample_db(kind, tmp_path)
+    try:
+        db.execute(f"CREATE TABLE {db.table('flag')} (k BOOLEAN NOT NULL PRIMARY KEY, v VARCHAR(5))")
+        db.execute(f"INSERT INTO {db.table('flag')} (k, v) VALUES (FALSE, 'no'), (TRUE, 'yes')")
+        record, calls = resync_module._Passes.record, []
+
+        def failing(self, conn, name, last_key, count):
+            calls.append(last_key)
+            if len(calls) == 2:
+                raise RuntimeError("the connection broke")
+            record(self, conn, name, last_key, count)
+
+        args = ["resync", "--db", db.settings.db_url, "--schema", db.schema, "--tables", "flag", "--chunk", "1"]
+        monkeypatch.setattr(resync_module._Passes, "record", failing)
+        assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
+        monkeypatch.setattr(resync_module._Passes, "record", record)
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        with db.engine.connect() as conn:
+            logged = conn.execute(sa.text(f"SELECT table_key FROM {db.table('indirect_process')} ORDER BY record_id"))
+            assert [r[0] for r in logged] == ["k=false", "k=true"]
+    finally:
+        db.drop()
