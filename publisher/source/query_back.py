@@ -9,6 +9,7 @@ never spliced into the SQL; names come from the reflected catalogue only."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -20,6 +21,7 @@ from publisher.source.dialects import Dialect
 from publisher.source.jdbc import JdbcQuery, jdbc_query
 from publisher.source.text import database_text
 
+Rows = TypeVar("Rows")
 # Up to this many requested objects are read by their keys; more, and the table is read
 # whole (in ranges of its integer key when it has one).
 KEYED_READ_LIMIT = 1_000
@@ -121,3 +123,44 @@ def _value(value: object, kind: pa.DataType) -> object:
     if kind == pa.binary() and isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     return value if kind == pa.binary() else database_text(value)
+
+
+def read_failure(exc: sa.exc.DBAPIError) -> str | None:
+    """The first line of the database's message for a read it refused (a value it cannot
+    convert, a view that raises for a row, no permission on the table); None when the
+    connection was lost, which fails the cycle, to be run again."""
+    if exc.connection_invalidated:
+        return None
+    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    return lines[0] if lines else type(exc.orig).__name__
+
+
+def isolated(
+    read: Callable[[list | None], Rows], table: Table, keyed: list | None
+) -> tuple[list[Rows], dict[tuple[str, ...] | None, str]]:
+    """``read(keyed)``; when the database refuses it, ``read([key])`` for each key alone,
+    so that a batch's failure is its objects' (docs/statuses.md, Read failures): what was
+    read, and why each key still refused was (the key None: the whole ``table``, whose
+    read cannot be split by object)."""
+    try:
+        return [read(keyed)], {}
+    except sa.exc.DBAPIError as exc:
+        reason = read_failure(exc)
+        if reason is None:
+            raise
+        if keyed is None:
+            return [], {None: _unread(table, reason)}
+    found, failed = [], {}
+    for key in keyed:
+        try:
+            found.append(read([key]))
+        except sa.exc.DBAPIError as exc:
+            reason = read_failure(exc)
+            if reason is None:
+                raise
+            failed[tuple(key)] = _unread(table, reason)
+    return found, failed
+
+
+def _unread(table: Table, reason: str) -> str:
+    return f"the current rows of {table.name} could not be read: {reason}"
