@@ -82,13 +82,11 @@ def test_a_read_refused_for_one_object_fails_that_object_alone(kind: str, tmp_pa
         db.drop()
 
 
-def test_a_whole_table_read_refused_fails_its_class_alone(tmp_path: Path) -> None:
-    """More objects than are read by key: the table is read whole, and its failure is
-    every asked object's of the class (the objects that vanished too)."""
-    db, message = _risky("sqlite", tmp_path)
+def _check_whole_table(kind: str, tmp_path: Path, **overrides: object) -> None:
+    db, message = _risky(kind, tmp_path)
     try:
         db.log(*((f"pk_idu={n}", 6, "risky") for n in range(1, 1102)), ("idu=1", 6, "usr"))
-        document, report = db.publish(tmp_path / "out.xml")
+        document, report = db.publish(tmp_path / "out.xml", **overrides)
         assert _associations(document) == ["idu=1@usr"]
         statuses = db.statuses()
         assert [r for r, status in statuses.items() if status != "E"] == [1102]
@@ -96,6 +94,19 @@ def test_a_whole_table_read_refused_fails_its_class_alone(tmp_path: Path) -> Non
         assert all(message in reason for _, reason in report.errors)
     finally:
         db.drop()
+
+
+def test_a_whole_table_read_refused_fails_its_class_alone(tmp_path: Path) -> None:
+    """More objects than are read by key: the table is read whole, and its failure is
+    every asked object's of the class (the objects that vanished too)."""
+    _check_whole_table("sqlite", tmp_path)
+
+
+@pytest.mark.slow
+def test_on_spark_a_whole_table_read_refused_fails_its_class_alone(tmp_path: Path) -> None:
+    """PostgreSQL reads the whole view in ranges of its integer key by COPY, in the Python
+    workers."""
+    _check_whole_table("postgresql", tmp_path, small_cycle_rows=0)
 
 
 @pytest.mark.slow

@@ -54,6 +54,9 @@ class CycleSource(Protocol):
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         """The same, read by the driver."""
 
+    def current_check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
+        """The same, read by the driver and let go: DBAPIError when the database refuses."""
+
     def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
         """The rows read are known (the rows rejected on reading among them): start writing
         their statuses, uncommitted, where the source can; ``acknowledge`` commits them."""

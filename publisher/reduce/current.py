@@ -105,8 +105,9 @@ class Unread:
 
     def readable(self, wanted: Wanted) -> dict[str, Collection[tuple[str, ...]] | None]:
         """``wanted`` less what could not be read: a second reading of it succeeds."""
-        return {
-            name: None if keys is None else set(keys) - self.keys.get(name, set())
-            for name, keys in wanted.items()
-            if name not in self.classes
-        }
+        readable: dict[str, Collection[tuple[str, ...]] | None] = {}
+        for name, keys in wanted.items():
+            left = None if keys is None else set(keys) - self.keys.get(name, set())
+            if name not in self.classes and left != set():
+                readable[name] = left
+        return readable

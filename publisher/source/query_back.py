@@ -22,6 +22,7 @@ from publisher.source.jdbc import JdbcQuery, jdbc_query
 from publisher.source.text import database_text
 
 Rows = TypeVar("Rows")
+CHECKED_ROWS = 10_000  # rows held at a time by current_check
 # Up to this many requested objects are read by their keys; more, and the table is read
 # whole (in ranges of its integer key when it has one).
 KEYED_READ_LIMIT = 1_000
@@ -117,6 +118,19 @@ def current_table(
         [pa.array([_value(v, f.type) for v in column], f.type) for column, f in zip(columns, arrow)],
         schema=arrow,
     )
+
+
+def current_check(
+    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str], wanted: list | None
+) -> None:
+    """``current_select`` read by the driver and let go as it comes, a whole table too:
+    whether the database reads it at all (DBAPIError when it refuses)."""
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=CHECKED_ROWS).execute(
+            current_select(table, schema, key_names, wanted)
+        )
+        for _ in result.partitions():
+            pass
 
 
 def _value(value: object, kind: pa.DataType) -> object:
