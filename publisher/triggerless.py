@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -24,14 +25,14 @@ from publisher.delivery.state import Identity, NewGeneration, Previous, StateFol
 from publisher.model.catalogue import Table
 from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
-from publisher.plans import ComparedClass, Phases, rendered_in_driver
+from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
 from publisher.progress import CycleProgress, Silent
 from publisher.reduce.objects import change_counts, compare, current_objects
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
 from publisher.source.dialects import Dialect
-from publisher.source.query_back import current_table
+from publisher.source.query_back import current_table, isolated
 from publisher.source.schema import published_catalogue
 
 STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
@@ -128,12 +129,13 @@ class TriggerlessPublisher:
     def compare_in_driver(self, table: Table, previous: Previous, startup: str | None,
                           generation: NewGeneration) -> ComparedClass:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
-        rows = current_table(self.engine, schema, table, table.key_columns, None)
-        children = {
-            child.name: current_table(self.engine, schema, child, child.key_columns, None)
-            for child in table.children()
-        }
-        objects = current_objects(self.catalogue, table, rows, children)
+        read = []  # the class's rows, then each child table's (a view may be its own)
+        for part in (table, *table.children()):
+            found, failed = isolated(partial(current_table, self.engine, schema, part, part.key_columns), part, None)
+            if failed:
+                return unread_class(table, previous, generation, failed[None])
+            read.append((part.name, found[0]))
+        objects = current_objects(self.catalogue, table, read[0][1], dict(read[1:]))
         comparison = compare(table, previous.table(table.name), objects, startup)
         generation.write_table(table.name, comparison.state)
         changes = comparison.changes

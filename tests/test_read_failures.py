@@ -5,12 +5,15 @@ whole table's read that fails makes E the objects of its class that need it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
+from publisher.delivery.sinks import open_sink
 from publisher.explain import explain
+from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
 from tests.conftest import SampleDb, make_sample_db
 
 # A view whose read raises for the row idu = 3 only, as each database raises.
@@ -117,5 +120,43 @@ def test_on_spark_a_read_refused_for_one_object_fails_that_object_alone(tmp_path
         document, report = db.publish(tmp_path / "out.xml", small_cycle_rows=0)
         assert report.on_spark
         _check_isolated(db, message, report, document)
+    finally:
+        db.drop()
+
+
+def _published(folder: Path) -> set[str]:
+    """The classes of the commands in a folder of documents."""
+    return {c.get("class-name") for path in folder.glob("*.xml")
+            for c in etree.parse(str(path)).getroot().find("input")}
+
+
+@pytest.mark.parametrize("kind, overrides", [
+    ("sqlite", {}),
+    pytest.param("postgresql", {"small_cycle_rows": 0}, marks=pytest.mark.slow, id="postgresql-spark"),
+])
+def test_triggerless_a_class_read_refused_keeps_its_state_and_the_rest_publishes(
+    kind: str, overrides: dict, tmp_path: Path
+) -> None:
+    db, message = _risky(kind, tmp_path)
+    options = TriggerlessOptions(tmp_path / "state", "all")
+    settings = replace(db.settings, **overrides)
+
+    def cycle(name: str):
+        with TriggerlessPublisher(settings, options, db.engine, db.dialect) as publisher:
+            report = publisher.cycle(open_sink(str(tmp_path / name), 3))
+        assert report.on_spark == bool(overrides)
+        return report
+
+    try:
+        report = cycle("first")
+        assert _published(tmp_path / "first") == {"usr", "view_usr"}
+        [(name, key, reason)] = report.failed
+        assert (name, key) == ("risky", "(every object)") and message in reason and "\n" not in reason
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP VIEW {db.table('risky')}")
+            conn.exec_driver_sql(f"CREATE VIEW {db.table('risky')} AS SELECT idu AS pk_idu, "
+                                 f"fname AS sv_fname FROM {db.table('usr')}")
+        report = cycle("second")
+        assert report.failed == [] and _published(tmp_path / "second") == {"risky"}
     finally:
         db.drop()
