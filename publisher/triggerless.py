@@ -131,7 +131,8 @@ class TriggerlessPublisher:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
         read = []  # the class's rows, then each child table's (a view may be its own)
         for part in (table, *table.children()):
-            found, failed = isolated(partial(current_table, self.engine, schema, part, part.key_columns), part, None)
+            read_part = partial(current_table, self.engine, schema, part, part.key_columns)
+            found, failed = isolated(read_part, part, None)
             if failed:
                 return unread_class(table, previous, generation, failed[None])
             read.append((part.name, found[0]))

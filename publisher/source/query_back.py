@@ -139,16 +139,6 @@ def _value(value: object, kind: pa.DataType) -> object:
     return value if kind == pa.binary() else database_text(value)
 
 
-def read_failure(exc: sa.exc.DBAPIError) -> str | None:
-    """The first line of the database's message for a read it refused (a value it cannot
-    convert, a view that raises for a row, no permission on the table); None when the
-    connection was lost, which fails the cycle, to be run again."""
-    if exc.connection_invalidated:
-        return None
-    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
-    return lines[0] if lines else type(exc.orig).__name__
-
-
 def isolated(
     read: Callable[[list | None], Rows], table: Table, keyed: list | None
 ) -> tuple[list[Rows], dict[tuple[str, ...] | None, str]]:
@@ -159,22 +149,24 @@ def isolated(
     try:
         return [read(keyed)], {}
     except sa.exc.DBAPIError as exc:
-        reason = read_failure(exc)
-        if reason is None:
-            raise
+        reason = _refused(table, exc)
         if keyed is None:
-            return [], {None: _unread(table, reason)}
+            return [], {None: reason}
     found, failed = [], {}
     for key in keyed:
         try:
             found.append(read([key]))
         except sa.exc.DBAPIError as exc:
-            reason = read_failure(exc)
-            if reason is None:
-                raise
-            failed[tuple(key)] = _unread(table, reason)
+            failed[tuple(key)] = _refused(table, exc)
     return found, failed
 
 
-def _unread(table: Table, reason: str) -> str:
-    return f"the current rows of {table.name} could not be read: {reason}"
+def _refused(table: Table, exc: sa.exc.DBAPIError) -> str:
+    """Why the database refused to read ``table`` (a value it cannot convert, a view that
+    raises for a row, no permission): the first line of its message. A lost connection
+    is no refusal: it fails the cycle, to be run again."""
+    if exc.connection_invalidated:
+        raise exc
+    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    message = lines[0] if lines else type(exc.orig).__name__
+    return f"the current rows of {table.name} could not be read: {message}"

@@ -199,7 +199,8 @@ def trigger_script(
     scripts = [header + "".join(f"-- Warning: {line}\n" for line in duplicable)]
     for name in names:
         scripts += [writer.ddl(trigger) for trigger in writer.triggers(name)]
-    return TriggerScript("\n".join(scripts), _unindexed(inspector, db_schema, names, writer.quote), duplicable)
+    unindexed = _unindexed(inspector, db_schema, names, writer.quote)
+    return TriggerScript("\n".join(scripts), unindexed, duplicable)
 
 
 def _chosen(
