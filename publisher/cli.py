@@ -268,7 +268,7 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
                                 exclude_columns)
     except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
-    for line in script.unindexed:
+    for line in [*script.duplicable, *script.unindexed]:
         click.echo(f"xdspub: warning: {reason_text(line)}", err=True)
     if not install:
         click.echo(script.ddl, nl=False)

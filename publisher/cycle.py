@@ -43,7 +43,7 @@ from publisher.source.event_log import (
     pending_rows,
 )
 from publisher.source.jdbc import JdbcQuery
-from publisher.source.query_back import current_read, current_table
+from publisher.source.query_back import current_check, current_read, current_table
 from publisher.source.schema import published_catalogue
 
 
@@ -130,6 +130,10 @@ class EventLogSource:
         schema = self.catalogue.schema if self.dialect.has_schemas else None
         return current_table(self.engine, schema, table, key_names, wanted)
 
+    def current_check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
+        schema = self.catalogue.schema if self.dialect.has_schemas else None
+        current_check(self.engine, schema, table, key_names, wanted)
+
     def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
         if self.early is not None:
             self.early.begin(status_ranges(runs, ((r.record_id, r.status) for r in rejected)))
@@ -173,6 +177,9 @@ class _StagedSource:
         raise AssertionError("change formats have no query-back events")
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
+        raise AssertionError("change formats have no query-back events")
+
+    def current_check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
         raise AssertionError("change formats have no query-back events")
 
     def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:

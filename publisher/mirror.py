@@ -373,7 +373,12 @@ def _compared(
         held = _mirror_objects(connection, table.name)
         database: dict[str, dict[str, set[Value]]] = {}
         failed: dict[str, str] = {}
-        for row in objects_now(engine, dialect, catalogue, table).to_pylist():
+        objects, refused = objects_now(engine, dialect, catalogue, table)
+        if refused is not None:  # the class cannot be compared: one difference says why
+            compared += 1
+            differences.append(Difference(table.name, "(every object)", reason=refused))
+            continue
+        for row in objects.to_pylist():
             where = association(row[KEY], table.name, catalogue.schema)
             database[where] = _database_values(table, row)
             if row[ERROR] is not None:

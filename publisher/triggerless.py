@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,14 +26,14 @@ from publisher.delivery.state import Identity, NewGeneration, Previous, StateFol
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
-from publisher.plans import ComparedClass, Phases, rendered_in_driver
+from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
 from publisher.progress import CycleProgress, Silent
 from publisher.reduce.objects import change_counts, compare, current_objects
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
 from publisher.source.dialects import Dialect
-from publisher.source.query_back import current_table
+from publisher.source.query_back import current_table, isolated
 from publisher.source.schema import published_catalogue
 
 STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
@@ -85,16 +86,20 @@ def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def objects_now(engine: sa.Engine, dialect: Dialect, catalogue: Catalogue, table: Table) -> pa.Table:
+def objects_now(
+    engine: sa.Engine, dialect: Dialect, catalogue: Catalogue, table: Table
+) -> tuple[pa.Table | None, str | None]:
     """The class's objects as its tables hold them now (reduce/objects.py current_objects),
-    read in the driver."""
+    read in the driver; or None and why the database refused to read one of its tables
+    (docs/statuses.md, Read failures)."""
     schema = catalogue.schema if dialect.has_schemas else None
-    rows = current_table(engine, schema, table, table.key_columns, None)
-    children = {
-        child.name: current_table(engine, schema, child, child.key_columns, None)
-        for child in table.children()
-    }
-    return current_objects(catalogue, table, rows, children)
+    read = []  # the class's rows, then each child table's (a view may be its own)
+    for part in (table, *table.children()):
+        found, failed = isolated(partial(current_table, engine, schema, part, part.key_columns), part, None)
+        if failed:
+            return None, failed[None]
+        read.append((part.name, found[0]))
+    return current_objects(catalogue, table, read[0][1], dict(read[1:])), None
 
 
 class TriggerlessPublisher:
@@ -140,7 +145,9 @@ class TriggerlessPublisher:
 
     def compare_in_driver(self, table: Table, previous: Previous, startup: str | None,
                           generation: NewGeneration) -> ComparedClass:
-        objects = objects_now(self.engine, self.dialect, self.catalogue, table)
+        objects, refused = objects_now(self.engine, self.dialect, self.catalogue, table)
+        if refused is not None:
+            return unread_class(table, previous, generation, refused)
         comparison = compare(table, previous.table(table.name), objects, startup)
         generation.write_table(table.name, comparison.state)
         changes = comparison.changes

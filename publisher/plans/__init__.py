@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from publisher.delivery.ordered import OrderedCommands, RunSource, write_ordered
+from publisher.delivery.state import NewGeneration, Previous
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
@@ -53,6 +54,9 @@ class CycleSource(Protocol):
 
     def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         """The same, read by the driver."""
+
+    def current_check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
+        """The same, read by the driver and let go: DBAPIError when the database refuses."""
 
     def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
         """The rows read are known (the rows rejected on reading among them): start writing
@@ -96,6 +100,20 @@ class ComparedClass:
     @property
     def total(self) -> int:
         return sum(self.changes.values())
+
+
+EVERY_OBJECT = "(every object)"  # the key a class whose table was not read is reported under
+
+
+def unread_class(table: Table, previous: Previous, generation: NewGeneration, reason: str) -> ComparedClass:
+    """A class whose table (or a child table) the database refuses to read, as a triggerless
+    cycle takes it (docs/statuses.md, Read failures): nothing published for it, its
+    previous state kept as it was, the cycle goes on."""
+    generation.link_class(table.name, previous.files(table.name))
+    if table.name in previous.reads:
+        generation.reads[table.name] = previous.reads[table.name]
+    return ComparedClass(0, [(EVERY_OBJECT, reason)], Counter(), lambda _first_id, _local_time: [])
+
 
 
 def rendered_in_driver(

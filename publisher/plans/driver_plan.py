@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import pyarrow as pa
 
@@ -17,9 +18,10 @@ from publisher.model.rows import LINEAGE, OBJECT_ROWS
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
-from publisher.reduce.current import current_pass, state_reads
+from publisher.reduce.current import Unread, current_pass, state_reads
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
+from publisher.source.query_back import isolated
 
 BATCH_ROWS = 10_000  # rows per Arrow batch through the passes, as Spark's tasks get them
 
@@ -28,12 +30,16 @@ def batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
     return iter(table.to_batches(BATCH_ROWS))
 
 
-def _state(source: CycleSource, census: Census) -> Iterator[pa.RecordBatch]:
+def _state(source: CycleSource, census: Census, unread: Unread) -> Iterator[pa.RecordBatch]:
     """The current rows (rows.STATE) of the objects the live query-back events name, and
-    of their child tables: read by key when few, else whole, as on Spark."""
+    of their child tables: read by key when few, else whole, as on Spark. What the
+    database refuses to read goes into ``unread``."""
     for table, part, keyed in state_reads(source.catalogue, census.wanted):
-        rows = source.current_rows(part, part.key_columns, keyed)
-        yield from current_pass(source.catalogue, table, part)(batches(rows))
+        found, failed = isolated(partial(source.current_rows, part, part.key_columns), part, keyed)
+        unread.add(table, failed)
+        state = current_pass(source.catalogue, table, part)
+        for rows in found:
+            yield from state(batches(rows))
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class DriverObjects:
     classified: list[pa.RecordBatch]
     census: Census
     objects: pa.Table
+    unread: Unread  # the objects whose current rows could not be read
 
 
 def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> DriverObjects:
@@ -61,9 +68,10 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
         census.add(batch)
         classified.append(batch)
     phases.begin("reducing and rendering", rows=census.rows)
-    rows = map(p.object_rows, [*classified, *_state(source, census)])
+    unread = Unread()
+    rows = map(p.object_rows, [*classified, *_state(source, census, unread)])
     objects = p.in_object_order(pa.Table.from_batches(rows, OBJECT_ROWS.arrow))
-    return DriverObjects(classified, census, objects)
+    return DriverObjects(classified, census, objects, unread)
 
 
 def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> Reduced:
@@ -71,7 +79,7 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     found = objects_in_driver(settings, source, phases)
     census, lineage = found.census, settings.lineage is not None
     commands, noted, fated = [], [], []
-    for batch in object_pass(source.catalogue, lineage)(batches(found.objects)):
+    for batch in object_pass(source.catalogue, lineage, found.unread)(batches(found.objects)):
         rendered, notes, live = split_reduced(batch)
         commands.append(rendered)
         noted += notes

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,15 +14,18 @@ import pyarrow as pa
 
 from publisher.delivery.lineage import consumed_fates
 from publisher.delivery.ordered import spilled_commands, spilled_fates
+from publisher.errors import SinkError
 from publisher.model.rows import SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.plans.exchange import Exchange
-from publisher.plans.reads import frame, state_frames
+from publisher.plans.reads import ReadTable, frame, state_frames
 from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import whole
+from publisher.reduce.current import Unread, Wanted, state_reads
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
+from publisher.source.query_back import isolated
 
 ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 
@@ -41,6 +45,27 @@ def running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
         return sum(s.numCompletedTasks for s in stages), sum(s.numTasks for s in stages)
 
     return tasks
+
+
+def _state(spark: SparkSession, exchange: Exchange, source: CycleSource, wanted: Wanted,
+           read: ReadTable) -> Unread:
+    """The query-back state written to the exchange, in one job; when that job fails, what
+    the database refuses to read, learnt in the driver (a keyed read object by object), and
+    the job again without it (docs/statuses.md, Read failures)."""
+    try:
+        exchange.write(state_frames(spark, wanted, source.catalogue, read))
+        return Unread()
+    except SinkError:
+        raise
+    except Exception:
+        unread = Unread()
+        for table, part, keyed in state_reads(source.catalogue, wanted):
+            _, failed = isolated(partial(source.current_check, part, part.key_columns), part, keyed)
+            unread.add(table, failed)
+        if not unread:
+            raise  # not a read the database refuses
+    exchange.write(state_frames(spark, unread.readable(wanted), source.catalogue, read))
+    return unread
 
 
 def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases: Phases) -> Reduced:
@@ -74,9 +99,9 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
         return source.current_read(table, key_names, wanted, parts_for)
 
     phases.begin("reducing and rendering", rows=census.rows)
-    exchange.write(state_frames(spark, census.wanted, source.catalogue, read))
+    unread = _state(spark, exchange, source, census.wanted, read)
     numbers, objects = exchange.objects()
-    passes = object_pass(source.catalogue, lineage)
+    passes = object_pass(source.catalogue, lineage, unread)
     spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
     reports = numbers.mapInArrow(spill, SPILLED.ddl).collect()
     commands, noted = spilled_commands(reports)

@@ -17,7 +17,7 @@ import time
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from functools import cache, reduce
+from functools import cache, partial, reduce
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -30,8 +30,9 @@ import pyarrow.parquet as pq
 from publisher.delivery.ordered import RunSource, first_failure, write_ordered
 from publisher.delivery.state import NewGeneration, Previous, hard_link
 from publisher.model.catalogue import Table
+from publisher.errors import SinkError
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
-from publisher.plans import ComparedClass, Phases, rendered_in_driver
+from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import Read, frame
 from publisher.plans.tasks import spill, write_failure
@@ -52,7 +53,7 @@ from publisher.reduce.objects import (
 )
 from publisher.render.changes import rendered_changes
 from publisher.source.copy_read import CopyRanges
-from publisher.source.query_back import current_read
+from publisher.source.query_back import current_check, current_read, isolated
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -275,7 +276,17 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         numbers = _numbers(spark, len(old_files))
         writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
         reports.append(numbers.mapInArrow(writer, EXCHANGED.ddl))
-    written = _collected(reports)
+    try:
+        written = _collected(reports)
+    except SinkError:
+        raise
+    except Exception:  # a read the database refuses fails the class alone: which, if any
+        schema = catalogue.schema if dialect.has_schemas else None
+        for part, *_ in parts_read:
+            _, failed = isolated(partial(current_check, engine, schema, part, part.key_columns), part, None)
+            if failed:
+                return unread_class(table, previous, generation, failed[None])
+        raise
     digests = {r.range_read: r.digest for r in written if r.range_read is not None}
     if known and digests == known:  # every range as the state's: the class did not change
         generation.link_class(table.name, previous.files(table.name))

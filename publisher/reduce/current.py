@@ -11,10 +11,13 @@ asked for that has no current row has no STATE row: the object pass sees it vani
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from grammar import format_table_key
+from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import STATE
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
@@ -67,3 +70,44 @@ def state_reads(catalogue: Catalogue, wanted: Wanted) -> Iterator[tuple[Table, T
         keyed = None if keys is None else sorted(keys)
         for part in (table, *table.children()):
             yield table, part, keyed
+
+
+@dataclass
+class Unread:
+    """The current rows the database refused to read (source/query_back.py, isolated): by
+    object, and by class where a whole table's read failed. An object among them whose
+    events include a query-back is E, all its rows, with the database's reason
+    (docs/statuses.md, Read failures); the rest of the cycle publishes."""
+
+    keys: dict[str, set[tuple[str, ...]]] = field(default_factory=dict)  # class -> keys
+    objects: dict[tuple[str, str], str] = field(default_factory=dict)  # (class, canonical key)
+    classes: dict[str, str] = field(default_factory=dict)  # class -> reason: every object
+
+    def __bool__(self) -> bool:
+        return bool(self.objects or self.classes)
+
+    def add(self, owner: Table, failed: Mapping[tuple[str, ...] | None, str]) -> None:
+        """What ``isolated`` could not read of ``owner`` or one of its child tables."""
+        for key, reason in failed.items():
+            if key is None:
+                self.classes.setdefault(owner.name, reason)
+                continue
+            self.keys.setdefault(owner.name, set()).add(key)
+            canonical = format_table_key(list(zip(owner.key_columns, key)))
+            self.objects.setdefault((owner.name, canonical), reason)
+
+    def reason(self, obj: tuple[str, str], events: Sequence) -> str | None:
+        """Why the object ``obj`` (class, canonical key) with ``events`` (rules.Event)
+        cannot be published: None when it can."""
+        if not any(e.event_type in ev.QUERY_BACK for e in events):
+            return None
+        return self.objects.get(obj) or self.classes.get(obj[0])
+
+    def readable(self, wanted: Wanted) -> dict[str, Collection[tuple[str, ...]] | None]:
+        """``wanted`` less what could not be read: a second reading of it succeeds."""
+        readable: dict[str, Collection[tuple[str, ...]] | None] = {}
+        for name, keys in wanted.items():
+            left = None if keys is None else set(keys) - self.keys.get(name, set())
+            if name not in self.classes and left != set():
+                readable[name] = left
+        return readable

@@ -21,10 +21,12 @@ from publisher.model.catalogue import Catalogue
 from publisher.model.commands import Command
 from publisher.model.rows import EVENT, REDUCED
 from publisher.model.statuses import Status, failure_reason, reason_text
+from publisher.reduce.current import Unread
 from publisher.reduce.query_back_state import read_back
 from publisher.reduce.rules import NOTHING_TO_SEND, Event, Statuses, object_runs
 from publisher.render.xds import command_xml
 
+NOTHING_UNREAD = Unread()
 _BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
 # The columns that make an Event, in the order of its fields.
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name in EVENT.names)
@@ -131,12 +133,16 @@ class _Fates:
 
 
 def object_outcome(
-    catalogue: Catalogue, obj: tuple[str, str], cells: list | None, events: list[Event]
+    catalogue: Catalogue, obj: tuple[str, str], cells: list | None, events: list[Event],
+    unread: Unread = NOTHING_UNREAD,
 ) -> tuple[Rendered | None, Statuses]:
     """One object's runs (rules.object_runs), each command with its XML, and every
     event's status; whatever fails for the object fails its rows alone (runs None, every
-    row E)."""
+    row E), its current rows that could not be read (``unread``) too."""
     statuses: Statuses = {}
+    refused = unread.reason(obj, events)
+    if refused is not None:
+        return None, {e.record_id: (Status.ERROR, refused) for e in events}
     try:
         state = read_back(cells)
         runs = object_runs(catalogue.tables[obj[0]], catalogue.schema, events, lambda: state, statuses)
@@ -147,10 +153,10 @@ def object_outcome(
 
 
 def object_pass(
-    catalogue: Catalogue, lineage: bool = False
+    catalogue: Catalogue, lineage: bool = False, unread: Unread = NOTHING_UNREAD
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED, with each live row's fate when
-    ``lineage``."""
+    ``lineage``; the objects ``unread`` names E."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The pass makes no reference cycles, and each of the collector's runs would scan
@@ -168,7 +174,7 @@ def object_pass(
         fates = _Fates()
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
-            runs, statuses = object_outcome(catalogue, obj, cells, events)
+            runs, statuses = object_outcome(catalogue, obj, cells, events, unread)
             if runs is not None:
                 out.extend(
                     REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
 import sqlalchemy as sa
@@ -22,6 +23,8 @@ from publisher.source.jdbc import JdbcQuery, jdbc_query
 from publisher.source.schema import is_bit
 from publisher.source.text import database_text
 
+Rows = TypeVar("Rows")
+CHECKED_ROWS = 10_000  # rows held at a time by current_check
 # Up to this many requested objects are read by their keys; more, and the table is read
 # whole (in ranges of its integer key when it has one).
 KEYED_READ_LIMIT = 1_000
@@ -171,7 +174,53 @@ def current_table(
     )
 
 
+def current_check(
+    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str], wanted: list | None
+) -> None:
+    """``current_select`` read by the driver and let go as it comes, a whole table too:
+    whether the database reads it at all (DBAPIError when it refuses)."""
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=CHECKED_ROWS).execute(
+            current_select(table, schema, key_names, wanted)
+        )
+        for _ in result.partitions():
+            pass
+
+
 def _value(value: object, kind: pa.DataType) -> object:
     if kind == pa.binary() and isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     return value if kind == pa.binary() else database_text(value)
+
+
+def isolated(
+    read: Callable[[list | None], Rows], table: Table, keyed: list | None
+) -> tuple[list[Rows], dict[tuple[str, ...] | None, str]]:
+    """``read(keyed)``; when the database refuses it, ``read([key])`` for each key alone,
+    so that a batch's failure is its objects' (docs/statuses.md, Read failures): what was
+    read, and why each key still refused was (the key None: the whole ``table``, whose
+    read cannot be split by object)."""
+    try:
+        return [read(keyed)], {}
+    except sa.exc.DBAPIError as exc:
+        reason = _refused(table, exc)
+        if keyed is None:
+            return [], {None: reason}
+    found, failed = [], {}
+    for key in keyed:
+        try:
+            found.append(read([key]))
+        except sa.exc.DBAPIError as exc:
+            failed[tuple(key)] = _refused(table, exc)
+    return found, failed
+
+
+def _refused(table: Table, exc: sa.exc.DBAPIError) -> str:
+    """Why the database refused to read ``table`` (a value it cannot convert, a view that
+    raises for a row, no permission): the first line of its message. A lost connection
+    is no refusal: it fails the cycle, to be run again."""
+    if exc.connection_invalidated:
+        raise exc
+    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    message = lines[0] if lines else type(exc.orig).__name__
+    return f"the current rows of {table.name} could not be read: {message}"

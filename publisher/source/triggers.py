@@ -164,6 +164,9 @@ class TriggerScript:
     # One line for each foreign key of the tables without an index that leads with its
     # columns: every delete (or key change) of a referenced row scans the table for it.
     unindexed: list[str]
+    # One line for each child table where a parent may hold one value twice: no primary or
+    # unique key over its link and value columns.
+    duplicable: list[str]
 
 
 def trigger_script(
@@ -196,10 +199,12 @@ def trigger_script(
         f"-- Publication triggers ({flavour} flavour) written by `xdspub triggers` "
         f"(docs/triggers.md).\n-- Event log: {writer.log_table}.\n"
     )
-    scripts = [header]
+    duplicable = _duplicable(inspector, db_schema, catalogue, names, writer.quote)
+    scripts = [header + "".join(f"-- Warning: {line}\n" for line in duplicable)]
     for name in names:
         scripts += [writer.ddl(trigger) for trigger in writer.triggers(name)]
-    return TriggerScript("\n".join(scripts), _unindexed(inspector, db_schema, names, writer.quote))
+    unindexed = _unindexed(inspector, db_schema, names, writer.quote)
+    return TriggerScript("\n".join(scripts), unindexed, duplicable)
 
 
 def _chosen(
@@ -239,6 +244,34 @@ def _unindexed(
                 f"table {quote(table)}: no index leads with its reference column(s) {shown} (to "
                 f"{quote(fk['referred_table'])}), so each delete or key change there reads the whole "
                 f"of {quote(table)}; CREATE INDEX ... ON {quote(table)} ({shown})"
+            )
+    return found
+
+
+def _duplicable(
+    inspector: sa.Inspector, db_schema: str | None, catalogue: Catalogue, tables: Sequence[str],
+    quote: Callable[[str], str],
+) -> list[str]:
+    """The child tables among ``tables`` where two rows may give one parent the same value:
+    for one of its attributes, no primary key or unique key (constraint or index) lies
+    within the link columns and the attribute's column."""
+    found = []
+    for table in tables:
+        parent = catalogue.child_tables.get(table)
+        if parent is None:
+            continue
+        keys = [inspector.get_pk_constraint(table, schema=db_schema)["constrained_columns"]]
+        keys += [u["column_names"] for u in inspector.get_unique_constraints(table, schema=db_schema)]
+        keys += [i["column_names"] for i in inspector.get_indexes(table, schema=db_schema) if i["unique"]]
+        for m in catalogue.tables[parent].multi_valued:
+            columns = {*m.link, m.column.name}
+            if m.child_table != table or any(k and set(k) <= columns for k in keys):
+                continue
+            found.append(
+                f"child table {quote(table)}: no primary or unique key over its columns "
+                f"({', '.join(map(quote, [*m.link, m.column.name]))}), so one {quote(parent)} may "
+                f"hold a value of {m.name} in two rows; the triggers log its removal only when "
+                "no row holds it any more (docs/triggers.md)"
             )
     return found
 
@@ -341,29 +374,38 @@ class _Writer:
         moved, kept = self._moved(pairs), self._kept(pairs)
 
         def each(side: str, event_type: int, *when: str, old: bool = False, new: bool = False,
-                 changed: bool = False) -> tuple[_Event, ...]:
+                 changed: bool = False, held: bool | None = None) -> tuple[_Event, ...]:
             """One event per attribute: with its old and new values as asked, logged when
-            ``when`` holds (and, with ``changed``, its value changed)."""
+            ``when`` holds (with ``changed``, its value changed; with ``held``, whether
+            another row of the table still holds the old value for the old parent)."""
             return tuple(
                 _Event(
                     side, event_type, m.name,
                     self._value(m.column, "OLD") if old else None,
                     self._value(m.column, "NEW") if new else None,
-                    (*when, self._changed(m.column)) if changed else when,
+                    (
+                        *when,
+                        *((self._changed(m.column),) if changed else ()),
+                        *(() if held is None else (self._held(name, link, m.column, held),)),
+                    ),
                 )
                 for m in attributes
             )
 
         if self.flavour == "field":
+            # A value another row still holds for the parent stays the parent's: its removal
+            # is logged with the last row that held it (docs/triggers.md, field).
             inserted = each("NEW", 1, new_parent, new=True)
-            deleted = each("OLD", 2, old_parent, old=True)
+            deleted = each("OLD", 2, old_parent, old=True, held=False)
             updated = (
-                each("OLD", 2, kept, old_parent, old=True, new=True, changed=True)
-                + each("OLD", 2, moved, old_parent, old=True)
+                each("OLD", 2, kept, old_parent, old=True, new=True, changed=True, held=False)
+                + each("NEW", 1, kept, new_parent, new=True, changed=True, held=True)
+                + each("OLD", 2, moved, old_parent, old=True, held=False)
                 + each("NEW", 1, moved, new_parent, new=True)
             )
-            said = ("type 1", "type 2 old -> new; to another parent: type 2 old -> NULL, then type 1",
-                    "type 2 old -> NULL")
+            said = ("type 1", "type 2 old -> new; to another parent: type 2 old -> NULL, then type 1; "
+                    "an old value another row still holds: type 1 new alone, no type 2",
+                    "type 2 old -> NULL, unless another row still holds the value")
         else:
             inserted = each("NEW", 8, new_parent)
             deleted = each("OLD", 8, old_parent)
@@ -398,6 +440,15 @@ class _Writer:
     def _changed(self, column: Column) -> str:
         """The column's logged value changed."""
         return self.sql.distinct.format(self._value(column, "OLD"), self._value(column, "NEW"))
+
+    def _held(self, child: str, link: Sequence[str], column: Column, held: bool) -> str:
+        """Another row of ``child`` with the OLD row's link holds its old value of
+        ``column`` (``held`` False: none does). In an AFTER trigger the table no longer
+        holds the OLD row as it was."""
+        match = [f"o.{self.quote(c)} = {self._col('OLD', c)}" for c in link]
+        match.append(self.sql.same.format(self._value(column, "o"), self._value(column, "OLD")))
+        found = f"EXISTS (SELECT 1 FROM {self.qualified(child)} AS o WHERE {' AND '.join(match)})"
+        return found if held else f"NOT {found}"
 
     def _parent_exists(self, parent: Table, pairs: Sequence[tuple[str, str]], side: str) -> str:
         match = " AND ".join(f"p.{self.quote(k)} = {self._col(side, c)}" for k, c in pairs)
