@@ -181,7 +181,7 @@ def current_check(
     whether the database reads it at all (DBAPIError when it refuses)."""
     with engine.connect() as conn:
         result = conn.execution_options(stream_results=True, yield_per=CHECKED_ROWS).execute(
-            current_select(table, schema, key_names, wanted)
+            current_select(dialect_of(engine.dialect.name), table, schema, key_names, wanted)
         )
         for _ in result.partitions():
             pass
