@@ -21,6 +21,7 @@ from publisher.plans import Phases
 from publisher.plans.driver_plan import batches, objects_in_driver
 from publisher.progress import Silent
 from publisher.reduce.loopback import LOOPBACK
+from publisher.reduce.references import Creations
 from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.render.object_pass import object_events, object_outcome
@@ -90,7 +91,7 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
         _describe(rows, explained)
         for batch in found.classified:
             _unpublished(batch, explained)
-        _reduced(source, found.objects, explained)
+        _reduced(source, found.objects, found.creations, explained)
     finally:
         engine.dispose()
     missing = (Explained(r, None) for r in set(record_ids) - set(explained))
@@ -145,15 +146,18 @@ def _unpublished(batch: pa.RecordBatch, explained: dict[int, Explained]) -> None
             row.fate = {LOOPBACK: Fate.LOOPBACK, NOT_SELECTED: Fate.NOT_SELECTED}.get(row.rule, Fate.CONSUMED)
 
 
-def _reduced(source: _ChosenRows, objects: pa.Table, explained: dict[int, Explained]) -> None:
-    """The live rows, object by object, as the object pass reduces them; the commands
+def _reduced(
+    source: _ChosenRows, objects: pa.Table, creations: Creations, explained: dict[int, Explained]
+) -> None:
+    """The live rows, object by object, as the object pass reduces them (its runs cut by
+    ``creations``, the census's: docs/reduction.md, References and order); the commands
     numbered in the cycle's order (docs/reduction.md, Command order and event-id)."""
     commands: list[tuple[Command, bytes, list[Event]]] = []
     for obj, cells, events in object_events(batches(objects)):
         for e in events:
             row = explained[e.record_id]
             row.table_name, row.table_key = obj
-        runs, statuses = object_outcome(source.catalogue, obj, cells, events)
+        runs, statuses = object_outcome(source.catalogue, obj, cells, events, creations)
         for command, xml, run in runs or ():
             if command is not None:
                 commands.append((command, xml, run))

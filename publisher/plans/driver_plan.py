@@ -18,6 +18,7 @@ from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
 from publisher.reduce.current import current_pass, state_reads
+from publisher.reduce.references import Creations, ordered_creations, referenced_classes
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 
@@ -45,6 +46,7 @@ class DriverObjects:
     classified: list[pa.RecordBatch]
     census: Census
     objects: pa.Table
+    creations: Creations  # what orders references (reduce/references.py)
 
 
 def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> DriverObjects:
@@ -55,7 +57,7 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
         catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
     lineage = settings.lineage is not None
-    census = Census(consumed={} if lineage else None)
+    census = Census(consumed={} if lineage else None, referenced=referenced_classes(catalogue))
     classified = []
     for batch in classify(batches(source.pending_rows())):
         census.add(batch)
@@ -63,7 +65,7 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
     phases.begin("reducing and rendering", rows=census.rows)
     rows = map(p.object_rows, [*classified, *_state(source, census)])
     objects = p.in_object_order(pa.Table.from_batches(rows, OBJECT_ROWS.arrow))
-    return DriverObjects(classified, census, objects)
+    return DriverObjects(classified, census, objects, ordered_creations(census.marks))
 
 
 def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> Reduced:
@@ -71,7 +73,7 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     found = objects_in_driver(settings, source, phases)
     census, lineage = found.census, settings.lineage is not None
     commands, noted, fated = [], [], []
-    for batch in object_pass(source.catalogue, lineage)(batches(found.objects)):
+    for batch in object_pass(source.catalogue, lineage, found.creations)(batches(found.objects)):
         rendered, notes, live = split_reduced(batch)
         commands.append(rendered)
         noted += notes
