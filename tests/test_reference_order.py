@@ -52,13 +52,13 @@ LINKED = [
 ]
 
 
-def _school(kind: str, tmp_path: Path) -> SampleDb:
-    """The sample database with the three tables above and their field triggers, the
+def _school(kind: str, tmp_path: Path, flavour: str = "field") -> SampleDb:
+    """The sample database with the three tables above and their triggers, the
     departments and staff of BEFORE published already."""
     db = make_sample_db(kind, tmp_path)
     db.names = {t: db.table(t) for t in TABLES}
     _run(db, SCHEMA)
-    script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", TABLES, "field")
+    script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", TABLES, flavour)
     run_scripts(db.engine, db.dialect, [script.ddl])
     _run(db, BEFORE)
     db.publish(tmp_path / "before.xml", allow_loopback=True)
@@ -117,6 +117,24 @@ def test_a_reference_to_a_key_changed_object_comes_after_its_new_key(kind, tmp_p
             ("modify", cn),
             ("modify", staff),
         ]
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_query_back_read_too_early_gives_way_to_a_later_one(kind, tmp_path):
+    db = _school(kind, tmp_path, "query-back")
+    try:
+        _run(db, KEY_CHANGE)
+        document, report = db.publish(tmp_path / "out.xml", allow_loopback=True)
+        assert report.errors == []
+        assert _unresolved(document, _known(db)) == []
+        staff, cn = _association(db, "staff", "id=1"), _association(db, "dept", "dept_code=CN")
+        # Both of the staff's type 6 read dept_code=CN: the later one publishes it.
+        assert [(tag, where) for tag, where, _ in _commands(document)] == [
+            ("delete", _association(db, "dept", "dept_code=CH")), ("modify", cn), ("modify", staff)
+        ]
+        assert set(db.statuses().values()) == {"S"}
     finally:
         db.drop()
 

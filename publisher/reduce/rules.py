@@ -48,6 +48,7 @@ QUERY_BACK_BEATS_FIELD = "query-back beats field"
 ROW_BEATS_FIELD = "row beats field"
 BEFORE_A_DELETE = "before a delete"
 VANISHED = "query-back of a vanished row"
+NAMES_A_LATER_OBJECT = "names an object made after it"
 # Why a live row was consumed in a run whose modify has no attribute, and is not sent.
 NOTHING_TO_SEND = "no attribute to send"
 
@@ -278,6 +279,8 @@ def _runs(
                 continue
         if index > last_delete:
             effective.append(e)
+    if creations:
+        effective = _read_too_early(effective, creations)
     # The first of each kind of query-back is what supersedes (docs/reduction.md).
     row_qb = next((e for e in effective if e.event_type in ev.ROW_QUERY_BACK), None)
     field_qb: dict[str | None, Event] = {}
@@ -317,6 +320,34 @@ def _runs(
                 continuing = False
             runs.append((kind, [e]))
     return runs
+
+
+def _read_too_early(effective: list[Event], creations: Creations) -> list[Event]:
+    """``effective`` without the query-backs whose row read back names an object made after
+    them, when a later query-back that reads the same attributes comes after that object
+    is made (docs/reduction.md, References and order): it publishes the same values at a
+    place where the object exists."""
+    kept = []
+    for index, e in enumerate(effective):
+        if e.event_type in ev.QUERY_BACK and e.cells is not None:
+            values = referenced_values(e.event_type, e.column_name, e.xds_type, e.new_text, e.cells)
+            made = max((creations[v][-1] for v in values if v in creations), default=None)
+            if made is not None and made > (e.ord_time, e.record_id):
+                later = next((o for o in effective[index + 1:] if _reads_as_much(o, e)
+                              and (o.ord_time, o.record_id) > made), None)
+                if later is not None:
+                    _supersede(e, NAMES_A_LATER_OBJECT, later)
+                    continue
+        kept.append(e)
+    return kept
+
+
+def _reads_as_much(later: Event, early: Event) -> bool:
+    """Whether query-back ``later`` reads every attribute ``early`` does."""
+    if later.event_type in ev.ROW_QUERY_BACK:
+        return True
+    return early.event_type in ev.FIELD_QUERY_BACK and later.event_type in ev.FIELD_QUERY_BACK \
+        and later.column_name == early.column_name
 
 
 def _names_newer(event: Event, head: Event, creations: Creations | None) -> bool:
