@@ -5,11 +5,13 @@ that names the deleted object; runs stay whole where no reference ties two objec
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
+from publisher.explain import explain
 from publisher.source.database import run_scripts
 from publisher.source.triggers import trigger_script
 from tests.conftest import SampleDb, canonical, make_sample_db
@@ -100,12 +102,21 @@ def _commands(document: etree._Element) -> list[tuple[str, str, int]]:
     return [(c.tag, c.findtext("association"), int(c.get("event-id"))) for c in document.find("input")]
 
 
+def _explained(db: SampleDb) -> list[str]:
+    """What `xdspub explain` says the pending rows publish: each command, in its order."""
+    settings = replace(db.settings, allow_loopback=True)
+    published = {row.command: row.xml for row in explain(settings, [], True) if row.command}
+    return [canonical(etree.fromstring(published[number])) for number in sorted(published)]
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_a_reference_to_a_key_changed_object_comes_after_its_new_key(kind, tmp_path):
     db = _school(kind, tmp_path)
     try:
         _run(db, KEY_CHANGE)
+        explained = _explained(db)
         document, report = db.publish(tmp_path / "out.xml", allow_loopback=True)
+        assert explained == [canonical(c) for c in document.find("input")]
         assert report.errors == []
         assert _unresolved(document, _known(db)) == []
         staff, cn = _association(db, "staff", "id=1"), _association(db, "dept", "dept_code=CN")

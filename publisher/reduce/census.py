@@ -1,6 +1,7 @@
 """What a cycle must know of its classified rows before the shuffle by object, learnt as
-they are classified: the runs of record_ids read, the E rows, and the objects that live
-query-back events ask for, by table. On Spark each classifying task adds its part to an
+they are classified: the runs of record_ids read, the E rows, the objects that live
+query-back events ask for, by table, and where the objects a reference may name are
+created and deleted (reduce/references.py). On Spark each classifying task adds its part to an
 accumulator, by partition, so a task run twice counts once; no job of its own
 (plans/tasks.py).
 
