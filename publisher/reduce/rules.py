@@ -27,6 +27,7 @@ from publisher.model.commands import (
 from publisher.model.policy import column_text
 from publisher.model.statuses import Status, reason_text, shown_value
 from publisher.model.value_text import (
+    DN,
     InvalidValue,
     forbidden_position,
     key_text,
@@ -354,6 +355,8 @@ def _names_newer(event: Event, head: Event, creations: Creations | None) -> bool
     """Whether ``event``'s values name an object created after the first event of the run
     it would join (docs/reduction.md, References and order): the run is cut before it."""
     if not creations or event.event_type == ev.EventType.DELETE_ROW:
+        return False
+    if event.cells is None and event.xds_type != DN:  # most events: a value of no reference
         return False
     after, before = (head.ord_time, head.record_id), (event.ord_time, event.record_id)
     values = referenced_values(event.event_type, event.column_name, event.xds_type, event.new_text, event.cells)
