@@ -25,6 +25,7 @@ from publisher.plans.spark_plan import ROWS_PER_RANGE
 from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import whole
+from publisher.reduce.references import ordered_creations, referenced_classes
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.copy_read import CopyRanges
@@ -78,7 +79,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         exchange = Exchange(spark, Path(work), bounds.rows)
         read = pending_read(engine, log, dialect, settings, bounds, read_parts)
-        classifying = frame(spark, read, counted(classify, parts))
+        classifying = frame(spark, read, counted(classify, parts, False, referenced_classes(catalogue)))
         how = f"COPY in {len(read)} ranges" if isinstance(read, CopyRanges) else "JDBC"
         seconds = _seconds(lambda: exchange.write([classifying]))
         print(f"read ({how}), classify and census, rows to {exchange.buckets} buckets: {seconds:.2f} s")
@@ -93,7 +94,8 @@ def main() -> None:
         frames = state_frames(spark, census.wanted, catalogue, current)
         print(f"query-back state to the buckets: {_seconds(lambda: exchange.write(frames)):.2f} s")
         numbers, objects = exchange.objects()
-        passes = object_pass(catalogue)
+        creations = ordered_creations(census.marks)
+        passes = object_pass(catalogue, False, creations)
         fixed = {}
 
         def spilled() -> None:
@@ -113,7 +115,7 @@ def main() -> None:
     print(f"classify pass alone: {per_row:.1f} us a row on one core")
     grouped = grouped.slice(0, SLICE)
     began = time.perf_counter()
-    list(object_pass(catalogue)(iter(grouped.to_batches(10_000))))
+    list(object_pass(catalogue, False, creations)(iter(grouped.to_batches(10_000))))
     per_row = (time.perf_counter() - began) / grouped.num_rows * 1e6
     print(f"object pass alone: {per_row:.1f} us a row on one core")
     engine.dispose()

@@ -34,6 +34,7 @@ from publisher.delivery.documents import (
 from publisher.errors import XdspubError
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue, Table
+from publisher.model.commands import association
 from publisher.model.statuses import Status
 from publisher.reduce.loopback import is_loopback, loopback_user
 from publisher.reduce.query_back_state import (
@@ -44,6 +45,7 @@ from publisher.reduce.query_back_state import (
     match_text,
     read_back,
 )
+from publisher.reduce.references import referenced_classes
 from publisher.reduce.rules import Cell, Classifier, Event, Rejected, object_commands
 from publisher.render.xds import command_xml
 from publisher.settings import Settings
@@ -107,6 +109,27 @@ def write_documents(out: str, batch_size: int, commands: list[tuple[int, bytes]]
     return len(documents)
 
 
+def _creations(catalogue: Catalogue, schema: str, objects: dict) -> dict[str, list[tuple[float, int]]]:
+    """Where each object a reference may name is created (docs/reduction.md, References and
+    order), by association: its first type 1 of a single-valued attribute or type 5, and
+    the first after each of its deletes."""
+    referenced = referenced_classes(catalogue)
+    classes = referenced.classes if referenced else {}
+    creations: dict[str, list[tuple[float, int]]] = {}
+    for (table_name, key), (_, events) in objects.items():
+        if table_name not in classes:
+            continue
+        made = False
+        for e in events:
+            if e.event_type == 4:
+                made = False
+            elif e.event_type == 5 or (e.event_type == 1 and e.column_name not in classes[table_name]):
+                if not made:
+                    creations.setdefault(association(key, table_name, schema), []).append((0.0, e.record_id))
+                made = True
+    return creations
+
+
 def publish(settings: Settings, out: str) -> int:
     """One cycle; the exit code: 1 when some rows were marked E, else 0."""
     engine, dialect = connect(settings.db_url)
@@ -139,11 +162,12 @@ def publish(settings: Settings, out: str) -> int:
                 continue
             key = (event.class_name, event.canonical_key)
             objects.setdefault(key, (pairs, []))[1].append(event)
+        creations = _creations(catalogue, settings.schema, objects)
         query_back = QueryBack(conn, catalogue, schema)
         for (table_name, _key), (pairs, events) in objects.items():
             table = catalogue.tables[table_name]
             read = lambda: query_back(table, pairs)  # noqa: E731
-            for command in object_commands(table, settings.schema, events, read, statuses):
+            for command in object_commands(table, settings.schema, events, read, statuses, creations):
                 commands.append((command.event_id, command_xml(command)))
     commands.sort(key=lambda command: command[0])  # each at its first event's position
     documents = write_documents(out, settings.batch_size, commands)

@@ -146,14 +146,15 @@ def _unpublished(batch: pa.RecordBatch, explained: dict[int, Explained]) -> None
 
 
 def _reduced(source: _ChosenRows, found: DriverObjects, explained: dict[int, Explained]) -> None:
-    """The live rows, object by object, as the object pass reduces them; the commands
+    """The live rows, object by object, as the object pass reduces them (its runs cut by
+    the census's creations: docs/reduction.md, References and order); the commands
     numbered in the cycle's order (docs/reduction.md, Command order and event-id)."""
     commands: list[tuple[Command, bytes, list[Event]]] = []
     for obj, cells, events in object_events(batches(found.objects)):
         for e in events:
             row = explained[e.record_id]
             row.table_name, row.table_key = obj
-        runs, statuses = object_outcome(source.catalogue, obj, cells, events, found.unread)
+        runs, statuses = object_outcome(source.catalogue, obj, cells, events, found.unread, found.creations)
         for command, xml, run in runs or ():
             if command is not None:
                 commands.append((command, xml, run))

@@ -19,6 +19,7 @@ from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
 from publisher.reduce.current import Unread, current_pass, state_reads
+from publisher.reduce.references import Creations, ordered_creations, referenced_classes
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.query_back import isolated
@@ -52,6 +53,7 @@ class DriverObjects:
     census: Census
     objects: pa.Table
     unread: Unread  # the objects whose current rows could not be read
+    creations: Creations  # what orders references (reduce/references.py)
 
 
 def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> DriverObjects:
@@ -62,7 +64,7 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
         catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
     lineage = settings.lineage is not None
-    census = Census(consumed={} if lineage else None)
+    census = Census(consumed={} if lineage else None, referenced=referenced_classes(catalogue))
     classified = []
     for batch in classify(batches(source.pending_rows())):
         census.add(batch)
@@ -71,7 +73,7 @@ def objects_in_driver(settings: Settings, source: CycleSource, phases: Phases) -
     unread = Unread()
     rows = map(p.object_rows, [*classified, *_state(source, census, unread)])
     objects = p.in_object_order(pa.Table.from_batches(rows, OBJECT_ROWS.arrow))
-    return DriverObjects(classified, census, objects, unread)
+    return DriverObjects(classified, census, objects, unread, ordered_creations(census.marks))
 
 
 def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) -> Reduced:
@@ -79,7 +81,7 @@ def reduce_in_driver(settings: Settings, source: CycleSource, phases: Phases) ->
     found = objects_in_driver(settings, source, phases)
     census, lineage = found.census, settings.lineage is not None
     commands, noted, fated = [], [], []
-    for batch in object_pass(source.catalogue, lineage, found.unread)(batches(found.objects)):
+    for batch in object_pass(source.catalogue, lineage, found.unread, found.creations)(batches(found.objects)):
         rendered, notes, live = split_reduced(batch)
         commands.append(rendered)
         noted += notes

@@ -23,6 +23,7 @@ from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import whole
 from publisher.reduce.current import Unread, Wanted, state_reads
+from publisher.reduce.references import ordered_creations, referenced_classes
 from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.query_back import isolated
@@ -91,7 +92,7 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     parts = census_parts(spark.sparkContext)
     exchange = Exchange(spark, work, rows)
     lineage = settings.lineage is not None
-    exchange.write([frame(spark, source.pending_read(parts_for(rows)), counted(classify, parts, lineage))])
+    exchange.write([frame(spark, source.pending_read(parts_for(rows)), counted(classify, parts, lineage, referenced_classes(source.catalogue)))])
     census = whole(parts.value)
     source.mark_early(census.runs, census.rejected)
 
@@ -101,7 +102,7 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     phases.begin("reducing and rendering", rows=census.rows)
     unread = _state(spark, exchange, source, census.wanted, read)
     numbers, objects = exchange.objects()
-    passes = object_pass(source.catalogue, lineage, unread)
+    passes = object_pass(source.catalogue, lineage, unread, ordered_creations(census.marks))
     spill = spill_writer(str(work), lambda batches: passes(objects(batches)))
     reports = numbers.mapInArrow(spill, SPILLED.ddl).collect()
     commands, noted = spilled_commands(reports)

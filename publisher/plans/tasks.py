@@ -15,6 +15,7 @@ from publisher.delivery.documents import create_temporary
 from publisher.delivery.ordered import Passes, sorted_run, split_reduced
 from publisher.model.rows import LINEAGE, SPILLED
 from publisher.reduce.census import Census
+from publisher.reduce.references import Referenced
 
 
 def _partition() -> int:
@@ -23,13 +24,14 @@ def _partition() -> int:
     return TaskContext.get().partitionId()
 
 
-def counted(classify: Passes, parts, lineage: bool = False) -> Passes:
+def counted(classify: Passes, parts, lineage: bool = False, referenced: Referenced | None = None) -> Passes:
     """``classify`` (a mapInArrow body giving rows.CLASSIFIED) that also adds its task's
     census to the accumulator ``parts`` (of census_parts), as {partition: Census}; with
-    ``lineage``, the census keeps the record_ids of the rows consumed unpublished."""
+    ``lineage``, the census keeps the record_ids of the rows consumed unpublished; with
+    ``referenced``, where the objects of those classes are created."""
 
     def classify_counting(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        census = Census(consumed={} if lineage else None)
+        census = Census(consumed={} if lineage else None, referenced=referenced)
         for batch in classify(batches):
             census.add(batch)
             yield batch

@@ -1,6 +1,7 @@
 """What a cycle must know of its classified rows before the shuffle by object, learnt as
-they are classified: the runs of record_ids read, the E rows, and the objects that live
-query-back events ask for, by table. On Spark each classifying task adds its part to an
+they are classified: the runs of record_ids read, the E rows, the objects that live
+query-back events ask for, by table, and where the objects a reference may name are
+created and deleted (reduce/references.py). On Spark each classifying task adds its part to an
 accumulator, by partition, so a task run twice counts once; no job of its own
 (plans/tasks.py).
 
@@ -19,6 +20,7 @@ from publisher.model.rows import NOTES, Note
 from publisher.model.statuses import Status
 from publisher.reduce.exclusion import EXCLUDED
 from publisher.reduce.loopback import LOOPBACK
+from publisher.reduce.references import Referenced, marks_of
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.reduce.status_ranges import consecutive_runs, merge_runs
 from publisher.source.query_back import KEYED_READ_LIMIT
@@ -41,6 +43,11 @@ class Census:
     # With --lineage (``consumed`` not None): the record_ids of those rows as runs, by the
     # rule the lineage record names (LOOPBACK, NOT_SELECTED, EXCLUDED).
     consumed: dict[str, list[tuple[int, int]]] | None = None
+    # The classes references name (references.referenced_classes; None: none), and where
+    # the cycle creates and deletes their objects (references.MARKS): what orders
+    # references (docs/reduction.md, References and order).
+    referenced: Referenced | None = None
+    marks: list[pa.Table] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -65,6 +72,8 @@ class Census:
         self.loopback += looped
         if self.consumed is not None and (left_out or looped or excluded):
             self._consume(batch.filter(done))
+        if self.referenced is not None and (marks := marks_of(batch, self.referenced)) is not None:
+            self.marks.append(marks)
         asks = batch.filter(pc.and_(pc.is_null(status), pc.is_valid(batch.column("key_pairs"))))
         tables = asks.column("table_name")
         for table_name in pc.unique(tables).to_pylist():
@@ -103,6 +112,7 @@ class Census:
                 self._add_consumed(rule, runs)
         for table_name, keys in other.wanted.items():
             self._want(table_name, keys)
+        self.marks += other.marks
         return self
 
 

@@ -27,10 +27,12 @@ from publisher.model.commands import (
 from publisher.model.policy import column_text
 from publisher.model.statuses import Status, reason_text, shown_value
 from publisher.model.value_text import (
+    DN,
     InvalidValue,
     forbidden_position,
     key_text,
 )
+from publisher.reduce.references import Creations, created_between, referenced_values
 
 _TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
 _TEXT_COLUMNS = ("table_key", "table_name", "column_name", "old_value", "new_value")
@@ -47,6 +49,7 @@ QUERY_BACK_BEATS_FIELD = "query-back beats field"
 ROW_BEATS_FIELD = "row beats field"
 BEFORE_A_DELETE = "before a delete"
 VANISHED = "query-back of a vanished row"
+NAMES_A_LATER_OBJECT = "names an object made after it"
 # Why a live row was consumed in a run whose modify has no attribute, and is not sent.
 NOTHING_TO_SEND = "no attribute to send"
 
@@ -222,21 +225,25 @@ def _key_value(column: Column, value: str) -> str:
 
 
 def object_commands(
-    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses
+    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses,
+    creations: Creations | None = None,
 ) -> list[Command]:
     """One object's live events, in processing order, as its commands (docs/reduction.md);
     every event's status into ``statuses``. A modify left without attributes is not sent
-    (e.g. a query-back of a vanished row)."""
-    return [command for command, _ in object_runs(table, schema, events, read, statuses) if command]
+    (e.g. a query-back of a vanished row). ``creations``: where the objects a reference
+    may name are created in the cycle (reduce/references.py), which cut runs."""
+    runs = object_runs(table, schema, events, read, statuses, creations)
+    return [command for command, _ in runs if command]
 
 
 def object_runs(
-    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses
+    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses,
+    creations: Creations | None = None,
 ) -> list[tuple[Command | None, list[Event]]]:
     """object_commands with the events each command carries; None for a run whose modify
     has no attribute and is not sent (its events publish nothing)."""
     runs = []
-    for kind, run in _runs(table, events, read, statuses):
+    for kind, run in _runs(table, events, read, statuses, creations):
         attrs = _attrs_of(table, kind, run)
         if kind == CommandKind.MODIFY and not attrs:
             runs.append((None, run))
@@ -248,10 +255,11 @@ def object_runs(
 
 
 def _runs(
-    table: Table, events: list[Event], read: ReadBack, statuses: Statuses
+    table: Table, events: list[Event], read: ReadBack, statuses: Statuses,
+    creations: Creations | None = None,
 ) -> list[tuple[CommandKind, list[Event]]]:
     """Precedence over one object's live events: every event's status into ``statuses``,
-    and the runs of one command kind that remain."""
+    and the runs of one command kind that remain, cut where a reference needs it."""
     deletes = [i for i, e in enumerate(events) if e.event_type == ev.EventType.DELETE_ROW]
     last_delete = deletes[-1] if deletes else -1
     effective = []
@@ -272,6 +280,8 @@ def _runs(
                 continue
         if index > last_delete:
             effective.append(e)
+    if creations:
+        effective = _read_too_early(effective, creations)
     # The first of each kind of query-back is what supersedes (docs/reduction.md).
     row_qb = next((e for e in effective if e.event_type in ev.ROW_QUERY_BACK), None)
     field_qb: dict[str | None, Event] = {}
@@ -286,6 +296,7 @@ def _runs(
             if by is not None:
                 _supersede(e, QUERY_BACK_BEATS_FIELD, by)
     runs: list[tuple[CommandKind, list[Event]]] = []
+    continuing = False  # the last run is a modify cut from an add: the add's type 1s join it
     for e in events:
         if e.error:
             statuses[e.record_id] = (Status.ERROR, e.error)
@@ -295,14 +306,61 @@ def _runs(
             warned = (Status.WARNED, e.warning)
             statuses[e.record_id] = warned if e.warning else (Status.DONE, None)
             kind = ev.COMMAND_KIND[e.event_type]
-            adding = bool(runs) and runs[-1][0] == CommandKind.ADD
-            if kind == CommandKind.ADD and not adding and table.is_multi_valued(e.column_name):
+            last = runs[-1][0] if runs else None
+            if kind == CommandKind.ADD and last != CommandKind.ADD and (
+                continuing or table.is_multi_valued(e.column_name)
+            ):
                 kind = CommandKind.MODIFY  # a value added to an object added before (add-value)
-            if runs and runs[-1][0] == kind:
-                runs[-1][1].append(e)
+            if kind == last:
+                if not _names_newer(e, runs[-1][1][0], creations):
+                    runs[-1][1].append(e)
+                    continue
+                if kind == CommandKind.ADD:  # an add cut: the object exists from its first part
+                    kind, continuing = CommandKind.MODIFY, True
             else:
-                runs.append((kind, [e]))
+                continuing = False
+            runs.append((kind, [e]))
     return runs
+
+
+def _read_too_early(effective: list[Event], creations: Creations) -> list[Event]:
+    """``effective`` without the query-backs whose row read back names an object made after
+    them, when a later query-back that reads the same attributes comes after that object
+    is made (docs/reduction.md, References and order): it publishes the same values at a
+    place where the object exists."""
+    kept = []
+    for index, e in enumerate(effective):
+        if e.event_type in ev.QUERY_BACK and e.cells is not None:
+            values = referenced_values(e.event_type, e.column_name, e.xds_type, e.new_text, e.cells)
+            made = max((creations[v][-1] for v in values if v in creations), default=None)
+            if made is not None and made > (e.ord_time, e.record_id):
+                later = next((o for o in effective[index + 1:] if _reads_as_much(o, e)
+                              and (o.ord_time, o.record_id) > made), None)
+                if later is not None:
+                    _supersede(e, NAMES_A_LATER_OBJECT, later)
+                    continue
+        kept.append(e)
+    return kept
+
+
+def _reads_as_much(later: Event, early: Event) -> bool:
+    """Whether query-back ``later`` reads every attribute ``early`` does."""
+    if later.event_type in ev.ROW_QUERY_BACK:
+        return True
+    return early.event_type in ev.FIELD_QUERY_BACK and later.event_type in ev.FIELD_QUERY_BACK \
+        and later.column_name == early.column_name
+
+
+def _names_newer(event: Event, head: Event, creations: Creations | None) -> bool:
+    """Whether ``event``'s values name an object created after the first event of the run
+    it would join (docs/reduction.md, References and order): the run is cut before it."""
+    if not creations or event.event_type == ev.EventType.DELETE_ROW:
+        return False
+    if event.cells is None and event.xds_type != DN:  # most events: a value of no reference
+        return False
+    after, before = (head.ord_time, head.record_id), (event.ord_time, event.record_id)
+    values = referenced_values(event.event_type, event.column_name, event.xds_type, event.new_text, event.cells)
+    return any(created_between(creations, value, after, before) for value in values)
 
 
 def _supersede(event: Event, rule: str, by: Event | None) -> None:

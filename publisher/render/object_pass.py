@@ -23,6 +23,7 @@ from publisher.model.rows import EVENT, REDUCED
 from publisher.model.statuses import Status, failure_reason, reason_text
 from publisher.reduce.current import Unread
 from publisher.reduce.query_back_state import read_back
+from publisher.reduce.references import Creations
 from publisher.reduce.rules import NOTHING_TO_SEND, Event, Statuses, object_runs
 from publisher.render.xds import command_xml
 
@@ -135,17 +136,20 @@ class _Fates:
 def object_outcome(
     catalogue: Catalogue, obj: tuple[str, str], cells: list | None, events: list[Event],
     unread: Unread = NOTHING_UNREAD,
+    creations: Creations | None = None,
 ) -> tuple[Rendered | None, Statuses]:
-    """One object's runs (rules.object_runs), each command with its XML, and every
-    event's status; whatever fails for the object fails its rows alone (runs None, every
-    row E), its current rows that could not be read (``unread``) too."""
+    """One object's runs (rules.object_runs, cut by the cycle's ``creations``), each
+    command with its XML, and every event's status; whatever fails for the object fails
+    its rows alone (runs None, every row E), its current rows that could not be read
+    (``unread``) too."""
     statuses: Statuses = {}
     refused = unread.reason(obj, events)
     if refused is not None:
         return None, {e.record_id: (Status.ERROR, refused) for e in events}
     try:
         state = read_back(cells)
-        runs = object_runs(catalogue.tables[obj[0]], catalogue.schema, events, lambda: state, statuses)
+        table = catalogue.tables[obj[0]]
+        runs = object_runs(table, catalogue.schema, events, lambda: state, statuses, creations)
         return [(c, None if c is None else command_xml(c), run) for c, run in runs], statuses
     except Exception as exc:
         reason = failure_reason(exc)
@@ -153,10 +157,14 @@ def object_outcome(
 
 
 def object_pass(
-    catalogue: Catalogue, lineage: bool = False, unread: Unread = NOTHING_UNREAD
+    catalogue: Catalogue,
+    lineage: bool = False,
+    unread: Unread = NOTHING_UNREAD,
+    creations: Creations | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED, with each live row's fate when
-    ``lineage``; the objects ``unread`` names E."""
+    ``lineage``; the objects ``unread`` names E; ``creations``: the census's, for the
+    order of references (reduce/references.py)."""
 
     def reduce_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # The pass makes no reference cycles, and each of the collector's runs would scan
@@ -174,7 +182,7 @@ def object_pass(
         fates = _Fates()
 
         def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
-            runs, statuses = object_outcome(catalogue, obj, cells, events, unread)
+            runs, statuses = object_outcome(catalogue, obj, cells, events, unread, creations)
             if runs is not None:
                 out.extend(
                     REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml)
