@@ -24,7 +24,7 @@ from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log
 from publisher.source.identifiers import checked, resync_table_name, sql_quote
 from publisher.source.schema import published_catalogue
-from publisher.source.triggers import TRIGGER_SQL, table_key_sql
+from publisher.source.triggers import TRIGGER_SQL, table_key_sql, value_text_sql
 
 # The perpetrator of the events resync logs: never a database user, so never the
 # publisher's own (docs/initial-load.md, Perpetrator).
@@ -173,7 +173,9 @@ class _Chunks:
         self.keys = [self.row.c[k] for k in table.key_columns]
         self.booleans = {k for k in table.key_columns if table.column(k).xds_type == value_text.STATE}
         self.key_text = sa.literal_column(
-            table_key_sql(TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), table, _ROW)
+            table_key_sql(
+                TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), value_text_sql(engine, dialect), table, _ROW
+            )
         )
         self.log = log.table
         # What a query-back trigger writes for an inserted row, but the perpetrator;
