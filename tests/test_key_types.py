@@ -485,3 +485,35 @@ def test_spark_reads_a_zoned_time_as_the_driver_does(tmp_path, spark):
     finally:
         db.engine.dispose()
         db.db.drop()
+
+
+def test_a_resync_resumes_after_a_zoned_key(tmp_path, monkeypatch):
+    """The UTC text of a MariaDB TIMESTAMP key a resumed resync starts after is compared
+    in xdspub's session's zone: 12:00 UTC, after 10:00 UTC, is not taken for before it."""
+    db = ZonedDb("mariadb", tmp_path)
+    try:
+        with db.db.engine.begin() as conn:
+            conn.execute(sa.text(db.changing_zone))
+            conn.execute(sa.text(f"INSERT INTO {db.db.table('tz_field')} (k) VALUES ({KOLKATA[0]}),"
+                                 " ('2024-01-31 17:30:00')"))
+        record, calls = resync_module._Passes.record, []
+
+        def failing(self, conn, name, last_key, count):
+            calls.append(last_key)
+            if len(calls) == 2:
+                raise RuntimeError("the connection broke")
+            record(self, conn, name, last_key, count)
+
+        args = ["resync", "--db", db.url, "--schema", db.db.schema, "--tables", "tz_field", "--chunk", "1"]
+        monkeypatch.setattr(resync_module._Passes, "record", failing)
+        assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
+        monkeypatch.setattr(resync_module._Passes, "record", record)
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        with db.engine.connect() as conn:
+            logged = conn.execute(sa.text(f"SELECT table_key FROM {db.db.table('indirect_process')}"
+                                          " WHERE event_type = 5 ORDER BY record_id"))  # not the triggers' 1
+            assert [r[0] for r in logged] == ["k=2024-01-31 10:00:00", "k=2024-01-31 12:00:00"]
+    finally:
+        db.engine.dispose()
+        db.db.drop()
