@@ -21,8 +21,8 @@ from publisher.cycle import CycleReport, run_cycle
 from publisher.delivery.sinks import FileSink, open_sink
 from publisher.source.event_log import open_event_log
 from publisher.source import resync as resync_module
-from publisher.source.database import run_scripts
-from publisher.source.triggers import trigger_script
+from publisher.source.database import connect, run_scripts
+from publisher.source.triggers import FLAVOURS, trigger_script
 from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
 from tests.conftest import SampleDb, make_sample_db
 
@@ -385,3 +385,135 @@ def test_a_resync_resumes_after_a_boolean_key(kind, tmp_path, monkeypatch):
             assert [r[0] for r in logged] == ["k=false", "k=true"]
     finally:
         db.drop()
+
+
+# A zoned time (docs/rendering.md, Key text): (its type, the changing session's zone, and
+# xdspub's own sessions' as URL options); its rows are written as Asia/Kolkata's times.
+ZONED = {
+    "postgresql": ("timestamptz", "SET TIME ZONE 'Asia/Kolkata'", {"options": "-c TimeZone=America/New_York"}),
+    "mariadb": ("TIMESTAMP NULL", "SET time_zone = '+05:30'", {"init_command": "SET time_zone = '-05:00'"}),
+}
+KOLKATA = ("'2024-01-31 15:30:00'", "'2024-02-01 15:30:00'")  # 10:00 UTC on those days
+UTC_TEXT = {"postgresql": "{} 10:00:00+00", "mariadb": "{} 10:00:00"}
+
+
+class ZonedDb:
+    """A table keyed by a zoned time with a zoned value for each trigger flavour, changed
+    in one zone and published by xdspub's sessions in another."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind, self.tmp_path, self.cycles = kind, tmp_path, 0
+        self.db = make_sample_db(kind, tmp_path)
+        sql, self.changing_zone, options = ZONED[kind]
+        url = sa.engine.make_url(self.db.settings.db_url).update_query_dict(options)
+        self.url = url.render_as_string(hide_password=False)
+        self.engine, self.dialect = connect(self.url)
+        self.settings = replace(self.db.settings, db_url=self.url, publisher_user=PUBLISHER,
+                                tables=tuple(f"tz_{f.replace('-', '_')}" for f in FLAVOURS))
+        for flavour, table in zip(FLAVOURS, self.settings.tables):
+            self.db.execute(f"CREATE TABLE {self.db.table(table)} (k {sql} NOT NULL PRIMARY KEY, v {sql})")
+            script = trigger_script(self.engine, self.dialect, self.db.schema, "indirect_process", [table], flavour)
+            run_scripts(self.engine, self.dialect, [script.ddl])
+
+    def change(self, row: int) -> None:
+        """In the changing session's zone: row 0 inserted, row 1 its key and value swapped."""
+        with self.db.engine.begin() as conn:
+            conn.execute(sa.text(self.changing_zone))
+            for table in self.settings.tables:
+                name = self.db.table(table)
+                conn.execute(sa.text(f"INSERT INTO {name} (k, v) VALUES ({KOLKATA[0]}, {KOLKATA[1]})" if row == 0
+                                     else f"UPDATE {name} SET k = {KOLKATA[1]}, v = {KOLKATA[0]}"))
+
+    def publish(self, **overrides: object) -> etree._Element:
+        self.cycles += 1
+        settings = replace(self.settings, **overrides)
+        out = self.tmp_path / f"zoned-{self.cycles}.xml"
+        log = open_event_log(self.engine, self.dialect, settings)
+        report = run_cycle(settings, self.engine, self.dialect, log, FileSink(out))
+        assert report.errors == [] and set(self.db.statuses().values()) == {"S"}, report.errors
+        self.on_spark = report.on_spark
+        return etree.parse(str(out)).getroot()
+
+    def expected(self, row: int) -> Model:
+        days = ("2024-01-31", "2024-02-01")
+        key = format_table_key([("k", UTC_TEXT[self.kind].format(days[row]))])
+        return {(table, key): {"v": {("time", MOMENT[1 - row])}} for table in self.settings.tables}
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def zoned_db(request, tmp_path: Path):
+    made = ZonedDb(request.param, tmp_path)
+    yield made
+    made.engine.dispose()
+    made.db.drop()
+
+
+def test_a_zoned_time_has_one_utc_text_whatever_the_sessions_zone(zoned_db, tmp_path):
+    """A timestamptz (MariaDB TIMESTAMP) key and value logged by the triggers of both
+    flavours in one zone, read back by xdspub's sessions in another, by triggerless and
+    after resync: one UTC text, so that a key change deletes the object that was added."""
+    db = zoned_db
+    model: Model = {}
+    for row in (0, 1):
+        db.change(row)
+        model = applied(model, db.publish(), db.db.schema)
+        assert model == db.expected(row), f"after change {row}"
+    result = CliRunner().invoke(cli, ["resync", "--db", db.url, "--schema", db.db.schema,
+                                      "--tables", ",".join(db.settings.tables)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert applied({}, db.publish(), db.db.schema) == db.expected(1)
+    options = TriggerlessOptions(tmp_path / "state", "all")
+    with TriggerlessPublisher(db.settings, options, db.engine, db.dialect) as publisher:
+        assert publisher.cycle(open_sink(str(tmp_path / "triggerless"), 3)).failed == []
+    model = {}
+    for path in sorted((tmp_path / "triggerless").glob("*.xml")):
+        model = applied(model, etree.parse(str(path)).getroot(), db.db.schema)
+    assert model == db.expected(1)
+
+
+@pytest.mark.slow
+def test_spark_reads_a_zoned_time_as_the_driver_does(tmp_path, spark):
+    """Spark's JDBC source reads in its Java time zone (PostgreSQL's driver sets the
+    session's to it), the Python workers' COPY in the URL's: the key the triggers wrote in
+    a third zone still names the row, and the texts are the driver's."""
+    db = ZonedDb("postgresql", tmp_path)
+    try:
+        db.change(0)
+        document = db.publish(small_cycle_rows=0, spark_master="local[2]")
+        assert db.on_spark
+        assert applied({}, document, db.db.schema) == db.expected(0)
+    finally:
+        db.engine.dispose()
+        db.db.drop()
+
+
+def test_a_resync_resumes_after_a_zoned_key(tmp_path, monkeypatch):
+    """The UTC text of a MariaDB TIMESTAMP key a resumed resync starts after is compared
+    in xdspub's session's zone: 12:00 UTC, after 10:00 UTC, is not taken for before it."""
+    db = ZonedDb("mariadb", tmp_path)
+    try:
+        with db.db.engine.begin() as conn:
+            conn.execute(sa.text(db.changing_zone))
+            conn.execute(sa.text(f"INSERT INTO {db.db.table('tz_field')} (k) VALUES ({KOLKATA[0]}),"
+                                 " ('2024-01-31 17:30:00')"))
+        record, calls = resync_module._Passes.record, []
+
+        def failing(self, conn, name, last_key, count):
+            calls.append(last_key)
+            if len(calls) == 2:
+                raise RuntimeError("the connection broke")
+            record(self, conn, name, last_key, count)
+
+        args = ["resync", "--db", db.url, "--schema", db.db.schema, "--tables", "tz_field", "--chunk", "1"]
+        monkeypatch.setattr(resync_module._Passes, "record", failing)
+        assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
+        monkeypatch.setattr(resync_module._Passes, "record", record)
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        with db.engine.connect() as conn:
+            logged = conn.execute(sa.text(f"SELECT table_key FROM {db.db.table('indirect_process')}"
+                                          " WHERE event_type = 5 ORDER BY record_id"))  # not the triggers' 1
+            assert [r[0] for r in logged] == ["k=2024-01-31 10:00:00", "k=2024-01-31 12:00:00"]
+    finally:
+        db.engine.dispose()
+        db.db.drop()

@@ -105,6 +105,14 @@ class Dialect:
     bit_number: Callable[[sa.ColumnElement], sa.ColumnElement] = lambda column: column
     # A binary key column as binary_key's values are compared with.
     binary_key_column: Callable[[sa.ColumnElement], sa.ColumnElement] = lambda column: column
+    # A column type whose text the session's time zone decides (PostgreSQL's timestamptz,
+    # MariaDB's TIMESTAMP). Every path writes its values as utc_text gives them, in UTC,
+    # whatever the zone of the session that writes them (docs/rendering.md, Key text).
+    zoned: Callable[[Any], bool] = lambda sql_type: False
+    utc_text: Callable[[sa.ColumnElement], sa.ColumnElement] = lambda column: sa.cast(column, sa.Text)
+    # A zoned key column's text (utc_text's) as the value it is compared with; None: as
+    # any other key text (casts_key_texts: PostgreSQL's text says its offset).
+    utc_key: Callable[[str], sa.ColumnElement] | None = None
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -230,6 +238,9 @@ POSTGRESQL = Dialect(
     copy_reads=True,
     casts_key_texts=True,
     binary_key=lambda text: sa.func.decode(text, "base64"),
+    zoned=lambda sql_type: isinstance(sql_type, sa.DateTime) and bool(sql_type.timezone),
+    # As CAST AS TEXT writes it in a session whose TimeZone is UTC: 2024-01-31 10:00:00+00.
+    utc_text=lambda column: sa.cast(sa.func.timezone("UTC", column), sa.Text).concat("+00"),
     early_statuses=EarlyStatusSql(
         # A server's idle-in-transaction timeout would end the session mid-cycle.
         prepare=_PG_NO_TIMEOUTS,
@@ -242,6 +253,19 @@ POSTGRESQL = Dialect(
         " WHERE c.relname = :table AND n.nspname = coalesce(:schema, current_schema())"
     ),
 )
+
+def _mariadb_utc(column: sa.ColumnElement) -> sa.ColumnElement:
+    # From the seconds since 1970 a TIMESTAMP holds (UNIX_TIMESTAMP reads them, its
+    # fraction included, without the session's zone, which CONVERT_TZ would need and which
+    # repeats an hour when summer time ends), so that its text keeps the column's
+    # fraction digits. Its zero date (no second since 1970: its range begins at 00:00:01)
+    # stays the zero date.
+    seconds = sa.func.unix_timestamp(column)
+    since_1970 = sa.func.timestampadd(
+        sa.literal_column("SECOND"), seconds, sa.literal_column("TIMESTAMP'1970-01-01 00:00:00'")
+    )
+    return sa.func.if_(seconds == 0, column, since_1970)
+
 
 MARIADB = Dialect(
     name="mysql",
@@ -283,6 +307,10 @@ MARIADB = Dialect(
     connect_args={"client_flag": 1 << 16},  # CLIENT.MULTI_STATEMENTS, for init-db scripts
     binary_key=sa.func.from_base64,
     bit_number=lambda column: column + 0,  # CAST AS CHAR of a BIT writes its bytes
+    zoned=lambda sql_type: isinstance(sql_type, sa.TIMESTAMP),
+    utc_text=lambda column: sa.cast(_mariadb_utc(column), sa.Text),
+    # The session's time of a UTC text: a TIMESTAMP column is compared in it.
+    utc_key=lambda text: sa.func.convert_tz(text, "+00:00", sa.literal_column("@@session.time_zone")),
 )
 
 DIALECTS = {d.name: d for d in (SQLITE, POSTGRESQL, MARIADB)} | {"mariadb": MARIADB}

@@ -46,6 +46,8 @@ def current_select(
 
     def text(column: Column) -> sa.ColumnElement:
         value = source.c[column.read_name]
+        if dialect.zoned(column.sql_type):
+            return dialect.utc_text(value)  # the same text in every session's zone
         return sa.cast(dialect.bit_number(value) if is_bit(column.sql_type) else value, sa.Text)
 
     selected = [
@@ -104,6 +106,8 @@ class _KeyMatch:
             return sa.literal(text == "true", sa.Boolean())
         if self.xds_type == value_text.OCTET:
             return self.dialect.binary_key(text)
+        if self.dialect.utc_key and self.dialect.zoned(self.sql_type):
+            return self.dialect.utc_key(text)
         if self.by_text or not self.dialect.casts_key_texts or self.sql_type is None:
             return text
         return sa.cast(sa.literal(text, sa.Text()), self.sql_type)

@@ -24,7 +24,7 @@ from publisher.source.dialects import Dialect
 from publisher.source.event_log import EventLog, open_event_log
 from publisher.source.identifiers import checked, resync_table_name, sql_quote
 from publisher.source.schema import published_catalogue
-from publisher.source.triggers import TRIGGER_SQL, table_key_sql
+from publisher.source.triggers import TRIGGER_SQL, table_key_sql, value_text_sql
 
 # The perpetrator of the events resync logs: never a database user, so never the
 # publisher's own (docs/initial-load.md, Perpetrator).
@@ -172,8 +172,13 @@ class _Chunks:
         self.row = reflected.alias(_ROW)
         self.keys = [self.row.c[k] for k in table.key_columns]
         self.booleans = {k for k in table.key_columns if table.column(k).xds_type == value_text.STATE}
+        # A zoned key's text is in UTC, not in the session's zone (Dialect.utc_key).
+        self.utc_key = dialect.utc_key
+        self.zoned = {k for k in table.key_columns if self.utc_key and dialect.zoned(table.column(k).sql_type)}
         self.key_text = sa.literal_column(
-            table_key_sql(TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), table, _ROW)
+            table_key_sql(
+                TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), value_text_sql(engine, dialect), table, _ROW
+            )
         )
         self.log = log.table
         # What a query-back trigger writes for an inserted row, but the perpetrator;
@@ -234,6 +239,9 @@ class _Chunks:
             if key.name in self.booleans:  # true or false, whatever type holds it (TINYINT(1))
                 bound.append(values[key.name] == "true")
                 continue
+            if key.name in self.zoned:
+                bound.append(self.utc_key(values[key.name]))
+                continue
             try:
                 convert = _FROM_KEY_TEXT.get(key.type.python_type, str)
             except NotImplementedError:
@@ -248,7 +256,10 @@ def _beyond(keys: Sequence[sa.ColumnElement], values: Sequence[object], above: b
     of the key's index on every database."""
     strict, loose = (operator.gt, operator.ge) if above else (operator.lt, operator.le)
     # Bound as the keys' types: SQLAlchemy orders no column by a bare True or False.
-    values = [sa.literal(value, key.type) for key, value in zip(keys, values)]
+    values = [
+        value if isinstance(value, sa.ColumnElement) else sa.literal(value, key.type)
+        for key, value in zip(keys, values)
+    ]
     condition = (strict if above else loose)(keys[-1], values[-1])
     for key, value in zip(reversed(keys[:-1]), reversed(values[:-1])):
         condition = sa.and_(loose(key, value), sa.or_(strict(key, value), condition))

@@ -289,6 +289,7 @@ class _Writer:
         flavour: str,
     ) -> None:
         self.sql = TRIGGER_SQL[dialect.sql_dir]
+        self.text = value_text_sql(engine, dialect)
         self.skeleton = (resources.files("sql") / dialect.sql_dir / "trigger.sql").read_text("utf-8")
         self.quote = sql_quote(engine)
         self.name_limit = dialect.identifier_bytes
@@ -465,7 +466,7 @@ class _Writer:
         value = self._col(side, column.name)
         if column.xds_type == value_text.OCTET:
             return self.sql.base64.format(value)
-        return self.sql.text.format(self.sql.bit_number.format(value) if is_bit(column.sql_type) else value)
+        return self.text(column, value)
 
     # -- DDL
 
@@ -497,7 +498,7 @@ class _Writer:
 
     def _statement(self, trigger: _Trigger) -> str:
         keys = {
-            side: table_key_sql(self.sql, self.quote, trigger.owner, side, trigger.link)
+            side: table_key_sql(self.sql, self.quote, self.text, trigger.owner, side, trigger.link)
             for side in ("OLD", "NEW")
         }
         rows = []
@@ -523,9 +524,25 @@ class _Writer:
         )
 
 
+def value_text_sql(engine: sa.Engine, dialect: Dialect) -> Callable[[Column, str], str]:
+    """A column's value, an SQL expression, as text as query-back reads it
+    (source/query_back.py current_select): a BIT as its number, a zoned time in UTC
+    (Dialect.utc_text), the rest CAST AS TEXT."""
+    sql = TRIGGER_SQL[dialect.sql_dir]
+
+    def text(column: Column, value: str) -> str:
+        if dialect.zoned(column.sql_type):
+            utc = dialect.utc_text(sa.literal_column(value))
+            return str(utc.compile(engine, compile_kwargs={"literal_binds": True}))
+        return sql.text.format(sql.bit_number.format(value) if is_bit(column.sql_type) else value)
+
+    return text
+
+
 def table_key_sql(
     sql: TriggerSql,
     quote: Callable[[str], str],
+    text_of: Callable[[Column, str], str],
     table: Table,
     row: str,
     link: Sequence[str] | None = None,
@@ -533,7 +550,7 @@ def table_key_sql(
     """The table_key of ``table``'s object as an SQL expression over ``row`` (a trigger's
     OLD or NEW, or a query's alias), canonical (docs/table-key.md, Canonical form):
     ``col=value`` pairs in its key order joined by ``+``, read from the ``link`` columns of
-    a child row."""
+    a child row; ``text_of`` (value_text_sql) writes a value as text."""
     parts = []
     for i, (key, source) in enumerate(zip(table.key_columns, link or table.key_columns)):
         _check_key_name(table.name, key)
@@ -549,7 +566,7 @@ def table_key_sql(
         text = (
             sql.base64.format(expression)
             if column.xds_type == value_text.OCTET
-            else sql.text.format(expression)
+            else text_of(column, expression)
         )
         parts.append(sql.quoted(sql.rtrim.format(text) if column.is_char else text))
     return sql.join(*parts)
