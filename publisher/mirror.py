@@ -424,10 +424,7 @@ def _object_differences(class_name: str, where: str, database: dict[str, set[Val
     if reason is not None:
         return [Difference(class_name, where, reason=reason)]
     if mirror is None:
-        # An object without any value is published by an add alone (the field triggers, a
-        # triggerless cycle), never by a type 5 (query-back triggers, resync): the mirror
-        # may lack it (docs/mirror.md, Verify).
-        return [Difference(class_name, where, mirror=None)] if database else []
+        return [Difference(class_name, where, mirror=None)]
     if database is None:
         return [Difference(class_name, where, database=None)]
     return [

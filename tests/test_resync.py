@@ -130,6 +130,10 @@ def test_resync_logs_every_object_as_the_triggers_key_it_and_export_publishes_th
             ("Full Name", ("Ann O'Neil",)), ("select", ("x; DROP",)), ("Alias.Alias", ("Al", "Bo")),
         )),
         ("modify", PERSON, f"ID=3,table={PERSON},schema={s}", (("Full Name", ("Cy",)), ("order", ("4",)))),
+        # Objects without any value are announced by an add alone (docs/rendering.md, Empty pieces).
+        ("add", PERSON, f"ID=2,table={PERSON},schema={s}", ()),
+        ("add", TAG, f'Value="a;b",table={TAG},schema={s}', ()),
+        ("add", TAG, f"Value=x y,table={TAG},schema={s}", ()),
     ])
     # The commands follow the log's order: each class's objects in key order.
     order = [key for _, key in expected]
