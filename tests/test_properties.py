@@ -21,6 +21,7 @@ applied to a mirror (`xdspub apply`), and the mirror verified against the databa
   database as a key (of a class, of a composite key, referenced by a single-valued
   reference, a self-reference and a link table) and as a value (of a class and of a child
   table holding one value twice for a parent). tests/schemas.py's typed_example made them.
+  The other kept files are random examples that failed (<database>-<what>.json).
 """
 
 from __future__ import annotations
@@ -221,6 +222,12 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
         "issue 32 item 4: cycle 1: a reference comes before the add of the object it names",
     ("mariadb-text", "resync"):
         "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
+    ("mariadb-char", "query-back"):
+        "issue 32 item 1: cycle 3: a reference in another case than its key ('abc' and 'ABC' are one key)",
+    ("mariadb-text", "query-back"):
+        "issue 32 item 1: cycle 3: a reference in another case than its key ('abc' and 'ABC' are one key)",
+    ("mariadb-varchar", "query-back"):
+        "issue 32 item 1: cycle 3: a reference in another case than its key ('abc' and 'ABC' are one key)",
     ("mariadb-timestamp", "field"):
         "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
     ("mariadb-timestamp", "triggerless"):
@@ -237,6 +244,21 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
         "issue 32 item 4: cycle 1: a reference comes before the add of the object it names",
     ("mariadb-varchar", "resync"):
         "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
+    # found by these tests, in no item of issue 32: a type 5 publishes nothing for an
+    # object without a value (docs/triggers.md#query-back), so a later reference to it
+    # names an object the consumer never received
+    ("sqlite-valueless-referenced", "query-back"):
+        "found: an object without a value announced only by a type 5 (an insert under the query-back "
+        "triggers) is never published; a later reference to it cannot be applied",
+    ("sqlite-valueless-referenced", "resync"):
+        "found: an object without a value announced only by resync's type 5 is never published; "
+        "a later reference to it cannot be applied",
+    ("postgresql-valueless-rekeyed", "field"):
+        "found: the key change of an object without a value (type 4, then a type 5 that publishes "
+        "nothing) loses the object; a later reference to its new key cannot be applied",
+    ("postgresql-valueless-rekeyed", "resync"):
+        "found: the key change of an object without a value (type 4, then a type 5 that publishes "
+        "nothing) loses the object; a later reference to its new key cannot be applied",
 }
 
 
