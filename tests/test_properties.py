@@ -10,8 +10,8 @@ applied to a mirror (`xdspub apply`), and the mirror verified against the databa
   after the first cycle's changes then the `field` triggers; in the driver, and on Spark
   (`small_cycle_rows=0`) for a few examples (marked slow).
 - Example counts: XDSPUB_PROPERTY_EXAMPLES examples per database and way (default 4), and
-  a quarter of that, at least one, on Spark, where a few kept examples are replayed too. The hypothesis profile is derandomized, so CI
-  draws the same examples every run.
+  a quarter of that, at least one, on Spark, where a few kept examples are replayed too.
+  The hypothesis profile is derandomized, so CI draws the same examples every run.
 - A failing example is kept: the test writes it (with XDSPUB_PROPERTY_SHRINK=1 the shrunk one,
   which hypothesis runs last; shrinking on real databases takes minutes)
   to tests/property_examples/found-<database>-<way>.json, a name git ignores and the kept
@@ -71,7 +71,8 @@ settings.register_profile(
 KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     # the random examples, by database and way: the first examples drawn already hold
     # binary keys, and on PostgreSQL uuid, date, timestamp and numeric keys
-    **{(database, way): "issue 32 item 1: binary keys (PostgreSQL: uuid, date, timestamp, numeric keys too)"
+    **{(database, way): "issue 32 item 1: binary keys, MariaDB BIGINT UNSIGNED past 2^63 (PostgreSQL: uuid, date, "
+                              "timestamp, numeric keys too)"
        for database in ("sqlite", "postgresql", "mariadb")
        for way in ("field", "query-back", "triggerless", "resync")},
     # the kept examples
@@ -87,7 +88,8 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     ("postgresql-bigint", "resync"):
         "issue 32 item 4: cycle 1: a reference comes before the add of the object it names",
     ("postgresql-binary", "field"):
-        "issue 32 item 1: cycle 1: a reference to an object the mirror lacks (binary key: key text and reference text differ)",
+        "issue 32 item 1: cycle 1: a reference to an object the mirror lacks (a binary key: key text and "
+        "reference text differ)",
     ("postgresql-binary", "query-back"):
         "issue 32 item 1: operator does not exist: bytea = character varying",
     ("postgresql-binary", "triggerless"):
