@@ -69,8 +69,8 @@ settings.register_profile(
 # the random examples, (kept example, way) for the kept ones; None: every way. Remove a
 # line once its item is merged and the tests pass.
 KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
-    # the random examples, by database and way: the first examples drawn already hold
-    # binary keys, and on PostgreSQL uuid, date, timestamp and numeric keys
+    # the random examples, by database and way: among the keys drawn are those item 1
+    # mends (which of the first examples hold one depends on the example count)
     **{(database, way): "issue 32 item 1: binary keys, MariaDB BIGINT UNSIGNED past 2^63 (PostgreSQL: uuid, date, "
                               "timestamp, numeric keys too)"
        for database in ("sqlite", "postgresql", "mariadb")
@@ -125,6 +125,19 @@ KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
     ("postgresql-text", "field"):
         "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
     ("postgresql-text", "resync"):
+        "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
+    ("postgresql-timestamptz", "field"): "issue 32 item 1: operator does not exist: timestamp with time zone = character varying",
+    ("postgresql-timestamptz", "query-back"): "issue 32 item 1: operator does not exist: timestamp with time zone = character varying",
+    ("postgresql-timestamptz", "triggerless"):
+        "issue 32 item 4 (or 1): cycle 1: a reference comes before the add of the object it names",
+    ("postgresql-timestamptz", "resync"): "issue 32 item 1: operator does not exist: timestamp with time zone = character varying",
+    ("postgresql-smallint", "field"):
+        "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
+    ("postgresql-smallint", "resync"):
+        "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
+    ("mariadb-smallint", "field"):
+        "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
+    ("mariadb-smallint", "resync"):
         "issue 32 item 3: cycle 2: remove-value of a child value still held (held twice, one row deleted)",
     ("postgresql-timestamp", "field"):
         "issue 32 item 1: operator does not exist: timestamp without time zone = cha",
