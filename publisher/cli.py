@@ -572,11 +572,15 @@ def validate(paths: tuple[str, ...]) -> None:
         click.get_current_context().exit(1)
 
 
+wait_option = click.option(
+    "--wait", type=click.FloatRange(min=0), default=2.0, show_default=True,
+    help="Stop reading a broker when no document came for this many seconds.")
+
+
 @cli.command()
 @click.argument("url")
 @click.option("--count", type=click.IntRange(min=1), help="Read at most this many documents.")
-@click.option("--wait", type=click.FloatRange(min=0), default=2.0, show_default=True,
-              help="Stop when no document came for this many seconds.")
+@wait_option
 @click.option("--out", default="-", show_default=True,
               help="A directory (a file per document, named as in a directory of documents), or -.")
 def consume(url: str, count: int | None, wait: float, out: str) -> None:
@@ -600,11 +604,6 @@ def consume(url: str, count: int | None, wait: float, out: str) -> None:
         else:
             write_durably(folder / message.file_name(taken), lambda stream: stream.write(message.body))
     click.echo(f"xdspub: {taken} documents read from {masked(url)}", err=True)
-
-
-wait_option = click.option(
-    "--wait", type=click.FloatRange(min=0), default=2.0, show_default=True,
-    help="A broker: stop when no document came for this many seconds.")
 
 
 @cli.command()

@@ -35,13 +35,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import sqlalchemy as sa
 from lxml import etree
 
+from publisher.delivery.broker import masked, received
 from publisher.errors import ConfigError
+from publisher.model.catalogue import Table
 from publisher.model.commands import association
 from publisher.model.value_text import DN
+from publisher.reduce.objects import ATTRIBUTE, ERROR, KEY, attributes
 from publisher.render.validate import checked_bytes, documents
 from publisher.settings import Settings
+from publisher.source.database import connect
+from publisher.source.dialects import Dialect
+from publisher.source.schema import published_catalogue
+from publisher.triggerless import objects_now
 
 Value = tuple[str, str]  # (XDS type, text)
 MIRROR_VERSION = 1  # PRAGMA user_version of a mirror file
@@ -171,8 +179,6 @@ def _documents(sources: Iterable[str], wait: float) -> Iterator[Document]:
         if source == "-":
             yield from _split(sys.stdin.buffer.read(), "-", "standard input")
         elif "://" in source:
-            from publisher.delivery.broker import masked, received
-
             for number, message in enumerate(received(source, None, wait), 1):
                 yield Document(message.name, f"{masked(source)} message {number} ({message.name})", message.body)
         else:
@@ -345,47 +351,53 @@ def verify_mirror(settings: Settings, mirror: Path) -> list[Difference]:
 
 def compare_mirror(settings: Settings, mirror: Path) -> Verification:
     """The differences, and how many objects were compared (docs/mirror.md, Verify)."""
-    from publisher.reduce.objects import ATTRIBUTE, ERROR, KEY, attributes
-    from publisher.source.database import connect
-    from publisher.source.schema import published_catalogue
-    from publisher.triggerless import objects_now
-
     connection = open_mirror(Path(mirror), create=False)
-    engine, dialect = connect(settings.db_url)
-    differences: list[Difference] = []
-    compared = 0
     try:
-        catalogue = published_catalogue(settings, engine, dialect)
-        classes = catalogue.keyed_classes()
-        for table in classes:
-            held = _mirror_objects(connection, table.name)
-            names = attributes(table)
-            objects = objects_now(engine, dialect, catalogue, table)
-            database: dict[str, dict[str, set[Value]]] = {}
-            failed: dict[str, str] = {}
-            for row in objects.to_pylist():
-                where = association(row[KEY], table.name, catalogue.schema)
-                if row[ERROR] is not None:
-                    failed[where] = row[ERROR]
-                values = {}
-                for a in names:
-                    value = row[ATTRIBUTE + a.name]
-                    texts = (value or ()) if a.multi_valued else (() if value is None else (value,))
-                    if texts:
-                        values[a.name] = {(a.xds_type, text) for text in texts}
-                database[where] = values
-            for where in sorted(database.keys() | held.keys()):
-                compared += 1
-                differences += _object_differences(table.name, where, database.get(where), held.get(where),
-                                                   failed.get(where))
-        names = [table.name for table in classes]
-        others = connection.execute(
-            f"SELECT count(*) FROM mirror_object WHERE class_name NOT IN ({', '.join('?' * len(names))})", names
-        ).fetchone()[0]
+        engine, dialect = connect(settings.db_url)
+        try:
+            return _compared(settings, engine, dialect, connection)
+        finally:
+            engine.dispose()
     finally:
         connection.close()
-        engine.dispose()
+
+
+def _compared(
+    settings: Settings, engine: sa.Engine, dialect: Dialect, connection: sqlite3.Connection
+) -> Verification:
+    catalogue = published_catalogue(settings, engine, dialect)
+    classes = catalogue.keyed_classes()
+    differences: list[Difference] = []
+    compared = 0
+    for table in classes:
+        held = _mirror_objects(connection, table.name)
+        database: dict[str, dict[str, set[Value]]] = {}
+        failed: dict[str, str] = {}
+        for row in objects_now(engine, dialect, catalogue, table).to_pylist():
+            where = association(row[KEY], table.name, catalogue.schema)
+            database[where] = _database_values(table, row)
+            if row[ERROR] is not None:
+                failed[where] = row[ERROR]
+        for where in sorted(database.keys() | held.keys()):
+            compared += 1
+            differences += _object_differences(table.name, where, database.get(where), held.get(where),
+                                               failed.get(where))
+    names = [table.name for table in classes]
+    others = connection.execute(
+        f"SELECT count(*) FROM mirror_object WHERE class_name NOT IN ({', '.join('?' * len(names))})", names
+    ).fetchone()[0]
     return Verification(differences, compared, len(classes), others)
+
+
+def _database_values(table: Table, row: dict) -> dict[str, set[Value]]:
+    """An object's attributes that have values (a row of reduce/objects.py current_schema)."""
+    values = {}
+    for a in attributes(table):
+        value = row[ATTRIBUTE + a.name]
+        texts = (value or ()) if a.multi_valued else (() if value is None else (value,))
+        if texts:
+            values[a.name] = {(a.xds_type, text) for text in texts}
+    return values
 
 
 def _mirror_objects(connection: sqlite3.Connection, class_name: str) -> dict[str, dict[str, set[Value]]]:

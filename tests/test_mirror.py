@@ -18,9 +18,11 @@ from publisher.delivery.documents import document_bytes
 from publisher.delivery.sinks import open_sink
 from publisher.mirror import Difference, apply_documents, verify_mirror
 from publisher.progress import SilentRows
+from publisher.source.database import run_scripts
 from publisher.source.event_log import open_event_log
 from publisher.source.init_db import init_db
 from publisher.source.resync import resync
+from publisher.source.triggers import trigger_script
 from publisher.triggerless import TriggerlessOptions, export_triggerless
 from tests.conftest import SampleDb, make_sample_db
 from tests.test_brokers import jetstream, rabbitmq  # noqa: F401 (fixtures)
@@ -343,6 +345,27 @@ def test_what_existed_before_the_triggers_published_by_resync_then_the_triggers(
         published_history(db, tmp_path / "out", mirror, HISTORY[2:])
 
         assert [str(d) for d in verify_mirror(settings, mirror)] == []
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("flavour, announced", [("field", True), ("query-back", False)])
+def test_key_only_objects_are_announced_by_the_field_triggers_alone_and_verify_agrees(flavour, announced,
+                                                                                      tmp_path):
+    db = make_sample_db("sqlite", tmp_path)
+    try:
+        db.execute("CREATE TABLE tag (code VARCHAR(10) NOT NULL PRIMARY KEY)")
+        script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", None, flavour, ("tag",))
+        run_scripts(db.engine, db.dialect, [script.ddl])
+        mirror = tmp_path / "m.db"
+        published_history(db, tmp_path / "out", mirror, [
+            ["INSERT INTO tag (code) VALUES ('a'), ('007'), ('b c')"],
+            ["DELETE FROM tag WHERE code = 'a'"],
+        ])
+
+        assert [str(d) for d in verify_mirror(replace(db.settings, tables=("tag",)), mirror)] == []
+        expected = {"code=b c,table=tag,schema=indirect": {}, "code=007,table=tag,schema=indirect": {}}
+        assert held(mirror) == (expected if announced else {})
     finally:
         db.drop()
 
