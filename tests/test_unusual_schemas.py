@@ -220,15 +220,20 @@ def test_query_back_triggers_log_every_operation_and_publish(unusual, tmp_path):
     assert set(names["ID=1"]) == {c.name for c in person.columns if c.name != "ID"} | {"Alias.Alias"}
 
 
-def _warnings(db: UnusualDb) -> list[str]:
+def _index_warnings(db: UnusualDb) -> list[str]:
+    """The warnings of a foreign key without an index (other warnings, such as a child table
+    without a key over its columns, are tested elsewhere)."""
     args = ["triggers", "--db", db.url, "--schema", db.schema, "--log-table", LOG]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    return [line for line in result.stderr.splitlines() if line.startswith("xdspub: warning:")]
+    return [
+        line for line in result.stderr.splitlines()
+        if line.startswith("xdspub: warning:") and "CREATE INDEX" in line
+    ]
 
 
 def test_triggers_warns_of_a_foreign_key_without_an_index(unusual):
-    warnings = _warnings(unusual)
+    warnings = _index_warnings(unusual)
     if unusual.kind == "mariadb":  # InnoDB indexes every foreign key itself
         assert warnings == []
         return
@@ -238,4 +243,4 @@ def test_triggers_warns_of_a_foreign_key_without_an_index(unusual):
     with unusual.engine.begin() as conn:
         sa.Index("alias_person", unusual.alias.c.Person).create(conn)
         sa.Index("person_manager_lead", unusual.person.c.manager, unusual.person.c.ID).create(conn)
-    assert _warnings(unusual) == []
+    assert _index_warnings(unusual) == []
