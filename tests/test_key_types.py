@@ -517,3 +517,58 @@ def test_a_resync_resumes_after_a_zoned_key(tmp_path, monkeypatch):
     finally:
         db.engine.dispose()
         db.db.drop()
+
+
+COLLATED = {"mariadb": "VARCHAR(10)", "postgresql": "{schema}.citext"}
+
+
+@pytest.mark.parametrize("kind", sorted(COLLATED))
+@pytest.mark.parametrize("flavour", [*FLAVOURS, "triggerless"])
+def test_a_value_naming_a_collated_key_is_published_as_the_named_row_holds_it(kind, flavour, tmp_path):
+    """Under a case-insensitive collation (MariaDB's default, PostgreSQL's citext) 'CN'
+    names the row of 'cn': a reference, a link table's reference and a child row's link in
+    another case are published as the key that row holds, the association its object has."""
+    db = make_sample_db(kind, tmp_path)
+    try:
+        if kind == "postgresql":
+            try:
+                db.execute("CREATE EXTENSION IF NOT EXISTS citext SCHEMA public")
+            except sa.exc.IntegrityError:  # another test made it at the same moment
+                pass
+        sql = COLLATED[kind].format(schema="public")
+        tables = ("dept", "staff")  # with their child tables dept_alias, staff_depts
+        db.execute(f"CREATE TABLE {db.table('dept')} (code {sql} NOT NULL PRIMARY KEY, name VARCHAR(10))")
+        db.execute(f"CREATE TABLE {db.table('staff')} (id INT NOT NULL PRIMARY KEY, "
+                   f"dept {sql} NULL REFERENCES {db.table('dept')} (code))")
+        db.execute(f"CREATE TABLE {db.table('dept_alias')} (code {sql} NOT NULL REFERENCES {db.table('dept')} (code), "
+                   "alias VARCHAR(10) NOT NULL)")
+        db.execute(f"CREATE TABLE {db.table('staff_depts')} (id INT NOT NULL REFERENCES {db.table('staff')} (id), "
+                   f"dept {sql} NOT NULL REFERENCES {db.table('dept')} (code))")
+        settings = replace(db.settings, publisher_user=PUBLISHER, tables=tables)
+        if flavour != "triggerless":
+            script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process",
+                                    [*tables, "dept_alias", "staff_depts"], flavour)
+            run_scripts(db.engine, db.dialect, [script.ddl])
+        db.execute(f"INSERT INTO {db.table('dept')} (code, name) VALUES ('cn', 'China')")
+        db.execute(f"INSERT INTO {db.table('staff')} (id, dept) VALUES (1, 'CN')")
+        db.execute(f"INSERT INTO {db.table('dept_alias')} (code, alias) VALUES ('Cn', 'zh')")
+        db.execute(f"INSERT INTO {db.table('staff_depts')} (id, dept) VALUES (1, 'cN')")
+        out = tmp_path / "out"
+        if flavour == "triggerless":
+            with TriggerlessPublisher(settings, TriggerlessOptions(tmp_path / "state", "all"), db.engine,
+                                      db.dialect) as publisher:
+                assert publisher.cycle(open_sink(str(out), 3)).failed == []
+        else:
+            report = run_cycle(settings, db.engine, db.dialect, open_event_log(db.engine, db.dialect, settings),
+                               open_sink(str(out), 3))
+            assert report.errors == []
+        model: Model = {}
+        for path in sorted(out.glob("*.xml")):
+            model = applied(model, etree.parse(str(path)).getroot(), db.schema)
+        cn = f"code=cn,table=dept,schema={db.schema}"
+        assert model == {
+            ("dept", "code=cn"): {"name": {("string", "China")}, "dept_alias.alias": {("string", "zh")}},
+            ("staff", "id=1"): {"dept": {("dn", cn)}, "staff_depts.dept": {("dn", cn)}},
+        }
+    finally:
+        db.drop()

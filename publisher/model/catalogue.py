@@ -15,6 +15,21 @@ VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their 
 
 
 @dataclass(frozen=True)
+class ForeignKey:
+    """The row a column's value names (a reference's target, a child row's parent): its
+    table, and each of its key columns paired with the column naming it. Where the key's
+    text collates, the value is published as the named row's own key (docs/rendering.md,
+    Key text)."""
+
+    table: str
+    pairs: tuple[tuple[str, str], ...]  # (the named table's key column, the naming column)
+
+    def key_named_by(self, column: str) -> str:
+        """The named table's key column that ``column`` names."""
+        return next(key for key, naming in self.pairs if naming == column)
+
+
+@dataclass(frozen=True)
 class Column:
     name: str
     ordinal: int
@@ -35,6 +50,9 @@ class Column:
     # The type the database reflected (an SQLAlchemy type; None: not from a database), so
     # that a key text bound in a query compares as a value of it (source/query_back.py).
     sql_type: object = field(default=None, repr=False, compare=False)
+    # The row its value names (a reference's foreign key; a child table's link column as
+    # Table.children gives it); None: it names none, or is a view's.
+    names_row: ForeignKey | None = field(default=None, repr=False, compare=False)
 
     @property
     def read_name(self) -> str:
@@ -113,7 +131,13 @@ class Table:
         return tuple(
             Table(
                 name,
-                (*(replace(self.column(k), name=n) for k, n in zip(self.key_columns, link)), *columns),
+                (
+                    *(
+                        replace(self.column(k), name=n, names_row=ForeignKey(self.name, tuple(zip(self.key_columns, link))))
+                        for k, n in zip(self.key_columns, link)
+                    ),
+                    *columns,
+                ),
                 link,
                 value_prefix="" if own else f"{name}.",
             )

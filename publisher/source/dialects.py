@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import CITEXT
 from sqlalchemy.engine import URL
 
 from publisher.errors import ConfigError
@@ -113,6 +114,15 @@ class Dialect:
     # A zoned key column's text (utc_text's) as the value it is compared with; None: as
     # any other key text (casts_key_texts: PostgreSQL's text says its offset).
     utc_key: Callable[[str], sa.ColumnElement] | None = None
+    # A key column type whose values compare equal to other texts (a case-insensitive
+    # collation: 'abc' names the row of 'ABC'; trailing blanks, accents): a value that
+    # names such a key (a reference, a child row's link) is published as the key the named
+    # row holds, not as its own text (docs/rendering.md, Key text).
+    collated: Callable[[Any], bool] = lambda sql_type: False
+    # SQL giving the schema of the collating type's own equality (PostgreSQL's citext),
+    # which a trigger function names: its search_path holds pg_catalog alone, where = on
+    # citext would compare the texts as they are. None: the type's = needs no schema.
+    collated_equality_schema: str | None = None
 
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
@@ -239,6 +249,11 @@ POSTGRESQL = Dialect(
     casts_key_texts=True,
     binary_key=lambda text: sa.func.decode(text, "base64"),
     zoned=lambda sql_type: isinstance(sql_type, sa.DateTime) and bool(sql_type.timezone),
+    collated=lambda sql_type: isinstance(sql_type, CITEXT),
+    collated_equality_schema=(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'citext'"
+    ),
     # As CAST AS TEXT writes it in a session whose TimeZone is UTC: 2024-01-31 10:00:00+00.
     utc_text=lambda column: sa.cast(sa.func.timezone("UTC", column), sa.Text).concat("+00"),
     early_statuses=EarlyStatusSql(
@@ -265,6 +280,11 @@ def _mariadb_utc(column: sa.ColumnElement) -> sa.ColumnElement:
         sa.literal_column("SECOND"), seconds, sa.literal_column("TIMESTAMP'1970-01-01 00:00:00'")
     )
     return sa.func.if_(seconds == 0, column, since_1970)
+
+
+def _binary_collation(sql_type: sa.String) -> bool:
+    """A MariaDB text type compared byte for byte (BINARY, a _bin collation)."""
+    return bool(getattr(sql_type, "binary", False)) or (sql_type.collation or "").endswith("_bin")
 
 
 MARIADB = Dialect(
@@ -308,6 +328,8 @@ MARIADB = Dialect(
     binary_key=sa.func.from_base64,
     bit_number=lambda column: column + 0,  # CAST AS CHAR of a BIT writes its bytes
     zoned=lambda sql_type: isinstance(sql_type, sa.TIMESTAMP),
+    # Text under a collation that is not binary: by default case- and accent-insensitive.
+    collated=lambda sql_type: isinstance(sql_type, sa.String) and not _binary_collation(sql_type),
     utc_text=lambda column: sa.cast(_mariadb_utc(column), sa.Text),
     # The session's time of a UTC text: a TIMESTAMP column is compared in it.
     utc_key=lambda text: sa.func.convert_tz(text, "+00:00", sa.literal_column("@@session.time_zone")),

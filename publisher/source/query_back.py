@@ -45,7 +45,7 @@ def current_select(
     source = sa.table(table.name, *(sa.column(c.read_name) for c in table.columns), schema=schema)
 
     def text(column: Column) -> sa.ColumnElement:
-        value = source.c[column.read_name]
+        value = _named(dialect, column, source, schema)
         if dialect.zoned(column.sql_type):
             return dialect.utc_text(value)  # the same text in every session's zone
         return sa.cast(dialect.bit_number(value) if is_bit(column.sql_type) else value, sa.Text)
@@ -68,6 +68,20 @@ def current_select(
             [sa.tuple_(*(m.value(v) for m, v in zip(matches, key))) for key in keys]
         )
     )
+
+
+def _named(dialect: Dialect, column: Column, source: sa.TableClause, schema: str | None) -> sa.ColumnElement:
+    """The column's value; a value naming a row (a reference, a child row's link) as that
+    row holds its key where the key's text collates ('abc' names the row of 'ABC',
+    docs/rendering.md, Key text), and as it is where it names no row."""
+    value = source.c[column.read_name]
+    named = column.names_row
+    if named is None or not dialect.collated(column.sql_type):
+        return value
+    row = sa.table(named.table, *(sa.column(k) for k, _ in named.pairs), schema=schema).alias("p")
+    match = [row.c[k] == source.c[c] for k, c in named.pairs]
+    found = sa.select(row.c[named.key_named_by(column.name)]).where(*match).scalar_subquery()
+    return sa.func.coalesce(found, value)
 
 
 class _KeyMatch:

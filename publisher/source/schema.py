@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from publisher.errors import ConfigError
 from publisher.model import value_text
-from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, MultiValued, Table
+from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, ForeignKey, MultiValued, Table
 from publisher.model.policy import with_policy
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
@@ -265,4 +265,9 @@ class _Shapes:
         name, target = self._target(fk)
         if target is not None and target.primary_key and not self._is_class_key(fk, target):
             return own  # a unique key, no class's
-        return Column(reflected["name"], ordinal, value_text.DN, False, reference=name, sql_type=sql_type)
+        pairs = tuple(zip(fk["referred_columns"], fk["constrained_columns"]))
+        names_row = ForeignKey(name, pairs) if target is not None else None  # another schema's: E
+        return Column(
+            reflected["name"], ordinal, value_text.DN, False, reference=name, sql_type=sql_type,
+            names_row=names_row,
+        )

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from grammar import TableKeyError, parse_table_key
 from publisher.errors import ConfigError
 from publisher.model import value_text
-from publisher.model.catalogue import Catalogue, Column, MultiValued, Table, UnknownTable
+from publisher.model.catalogue import Catalogue, Column, ForeignKey, MultiValued, Table, UnknownTable
 from publisher.model.policy import ColumnPolicy, with_policy
 from publisher.settings import Settings
 from publisher.source.database import filled
@@ -294,6 +294,8 @@ class _Writer:
         self.quote = sql_quote(engine)
         self.name_limit = dialect.identifier_bytes
         self.catalogue, self.db_schema, self.flavour = catalogue, db_schema, flavour
+        self.collated = dialect.collated
+        self.equals = _collated_equality(engine, dialect, self.quote)
         log_schema = log.table.schema if dialect.has_schemas else None
         checked("event log", log.table.name)
         for role in _WRITTEN:
@@ -387,7 +389,7 @@ class _Writer:
                     (
                         *when,
                         *((self._changed(m.column),) if changed else ()),
-                        *(() if held is None else (self._held(name, link, m.column, held),)),
+                        *(() if held is None else (self._held(name, parent, link, m.column, held),)),
                     ),
                 )
                 for m in attributes
@@ -442,18 +444,35 @@ class _Writer:
         """The column's logged value changed."""
         return self.sql.distinct.format(self._value(column, "OLD"), self._value(column, "NEW"))
 
-    def _held(self, child: str, link: Sequence[str], column: Column, held: bool) -> str:
+    def _held(self, child: str, parent: Table, link: Sequence[str], column: Column, held: bool) -> str:
         """Another row of ``child`` with the OLD row's link holds its old value of
         ``column`` (``held`` False: none does). In an AFTER trigger the table no longer
         holds the OLD row as it was."""
-        match = [f"o.{self.quote(c)} = {self._col('OLD', c)}" for c in link]
+        match = [self._match(list(zip(link, link)), "o", "OLD", self._key_types(parent))]
         match.append(self.sql.same.format(self._value(column, "o"), self._value(column, "OLD")))
         found = f"EXISTS (SELECT 1 FROM {self.qualified(child)} AS o WHERE {' AND '.join(match)})"
         return found if held else f"NOT {found}"
 
     def _parent_exists(self, parent: Table, pairs: Sequence[tuple[str, str]], side: str) -> str:
-        match = " AND ".join(f"p.{self.quote(k)} = {self._col(side, c)}" for k, c in pairs)
+        match = self._match(pairs, "p", side, self._key_types(parent))
         return f"EXISTS (SELECT 1 FROM {self.qualified(parent.name)} AS p WHERE {match})"
+
+    def _match(
+        self, pairs: Sequence[tuple[str, str]], alias: str, side: str, types: Sequence[object]
+    ) -> str:
+        """``alias``'s columns equal the ``side`` row's, each pair (alias's, side's) compared
+        as its type (``types``) compares: a collated key by the type's own equality
+        (_collated_equality)."""
+        return " AND ".join(
+            f"{alias}.{self.quote(a)} {self._equals(t)} {self._col(side, b)}" for (a, b), t in zip(pairs, types)
+        )
+
+    @staticmethod
+    def _key_types(table: Table) -> list[object]:
+        return [table.column(k).sql_type for k in table.key_columns]
+
+    def _equals(self, sql_type: object) -> str:
+        return self.equals if self.collated(sql_type) else "="
 
     # -- SQL expressions
 
@@ -462,11 +481,27 @@ class _Writer:
 
     def _value(self, column: Column, side: str) -> str:
         """A column's value as the event log holds it: binary in Base64, the rest as text
-        (a reference: the referenced key's value)."""
+        (a reference: the referenced key's value, as the row it names holds it where the
+        key's text collates, _named)."""
         value = self._col(side, column.name)
         if column.xds_type == value_text.OCTET:
             return self.sql.base64.format(value)
-        return self.text(column, value)
+        named = column.names_row
+        if named is None or not self.collated(column.sql_type):
+            return self.text(column, value)
+        key = f"p.{self.quote(named.key_named_by(column.name))}"
+        return self.text(column, self._named(named, [column.sql_type], side, key, value))
+
+    def _named(
+        self, named: ForeignKey, types: Sequence[object], side: str, selected: str, otherwise: str
+    ) -> str:
+        """``selected`` of the row that the ``side`` row names (as ``p``; ``types``: its key
+        columns'), or ``otherwise`` when it names none: where a key's text collates, 'abc'
+        names the row of 'ABC', and the reference is published as the key that row holds
+        (docs/rendering.md, Key text)."""
+        match = self._match(named.pairs, "p", side, types)
+        found = f"(SELECT {selected} FROM {self.qualified(named.table)} AS p WHERE {match})"
+        return f"COALESCE({found}, {otherwise})"
 
     # -- DDL
 
@@ -496,11 +531,19 @@ class _Writer:
     def _names(self, name: str, table: str) -> dict[str, str]:
         return {"name": self.quote(name), "qualified": self.qualified(name), "table": self.qualified(table)}
 
+    def _key(self, trigger: _Trigger, side: str) -> str:
+        """The table_key of the trigger's object; a child row's parent as the parent row
+        holds its key, where that key's text collates (_named)."""
+        owner = trigger.owner
+        own = table_key_sql(self.sql, self.quote, self.text, owner, side, trigger.link)
+        if not trigger.link or not any(self.collated(owner.column(k).sql_type) for k in owner.key_columns):
+            return own
+        parent = table_key_sql(self.sql, self.quote, self.text, owner, "p")
+        named = ForeignKey(owner.name, tuple(zip(owner.key_columns, trigger.link)))
+        return self._named(named, self._key_types(owner), side, parent, own)
+
     def _statement(self, trigger: _Trigger) -> str:
-        keys = {
-            side: table_key_sql(self.sql, self.quote, self.text, trigger.owner, side, trigger.link)
-            for side in ("OLD", "NEW")
-        }
+        keys = {side: self._key(trigger, side) for side in ("OLD", "NEW")}
         rows = []
         for event in trigger.events:
             values = ", ".join(
@@ -522,6 +565,15 @@ class _Writer:
             f"    INSERT INTO {self.log_table}\n        ({self.log_columns})\n"
             + "\n    UNION ALL\n".join(rows)
         )
+
+
+def _collated_equality(engine: sa.Engine, dialect: Dialect, quote: Callable[[str], str]) -> str:
+    """The operator a trigger compares collated keys with (Dialect.collated_equality_schema)."""
+    if dialect.collated_equality_schema is None:
+        return "="
+    with engine.connect() as conn:
+        schema = conn.execute(sa.text(dialect.collated_equality_schema)).scalar()
+    return "=" if schema is None else f"OPERATOR({quote(schema)}.=)"
 
 
 def value_text_sql(engine: sa.Engine, dialect: Dialect) -> Callable[[Column, str], str]:
