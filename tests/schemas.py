@@ -80,6 +80,7 @@ def _untyped(database: str) -> st.SearchStrategy[Any]:
     return st.one_of(st.integers(-1000, 2**63 - 1), _numeric_text(), _text(8))
 
 
+MOODS = ("sad", "happy", "calm", "Sad")  # an enum's labels: case counts
 ALL = ("postgresql", "mariadb", "sqlite")
 SERVERS = ("postgresql", "mariadb")
 
@@ -116,6 +117,10 @@ TYPES: dict[str, ColumnType] = {t.name: t for t in [
     ColumnType("binary", {"postgresql": "BYTEA", "mariadb": "VARBINARY(16)", "sqlite": "BLOB"},
                lambda d: st.binary(min_size=1, max_size=8),
                lambda b: base64.b64encode(b).decode(), base64.b64decode, ALL),
+    # made in the schema public by the test (tests/test_properties.py ExampleDb)
+    ColumnType("citext", {"postgresql": "public.citext"}, lambda d: _text(12), _same, _same, ("postgresql",)),
+    ColumnType("enum", {"postgresql": "public.xdspub_mood"}, lambda d: st.sampled_from(MOODS), _same, _same,
+               ("postgresql",)),
     ColumnType("untyped", {"sqlite": ""}, _untyped, _same, _same, ("sqlite",)),
     ColumnType("numeric_text", {"sqlite": "TEXT"}, lambda d: _numeric_text(), _same, _same, ("sqlite",)),
 ]}
@@ -538,6 +543,8 @@ POOLS: dict[str, list[Any]] = {
     "text": ["a longer text, with = and ;", "x", "漢字 ж", "a=b,c"],
     "boolean": [False, True],
     "binary": [b"\x00\x01", b"\xff\x80", b"abc", b"\x00"],
+    "citext": ["abc", "Trailing ", "a,b=c;d", "é+漢"],
+    "enum": ["sad", "happy", "calm", "Sad"],
     "untyped": [7, "007", "1e3", "text"],
     "numeric_text": ["007", "1.50", "-0", "00"],
 }
@@ -625,7 +632,7 @@ def typed_example(database: str, kind: str) -> dict:
         ins("Kind_values", Key=last, v=v[3], note="s"),
         upd("Kind_values", {"Key": last, "v": v[3], "note": "r"}, v=v[1]),
     ]
-    if database == "mariadb" and key in ("char", "varchar"):
+    if (database == "mariadb" and key in ("char", "varchar")) or key == "citext":
         # the collation makes 'X' and 'x' one key: the reference names the same object
         third.append(upd("order", {"id": 2}, Kind_ref=last.upper()))
     return {"database": database, "schema": schema, "history": [first, second, third]}

@@ -49,7 +49,7 @@ from publisher.source.resync import resync
 from publisher.source.triggers import trigger_script
 from publisher.triggerless import TriggerlessOptions, export_triggerless
 from tests.conftest import server_url
-from tests.schemas import TYPES, Schema, examples, statement, types_on
+from tests.schemas import MOODS, TYPES, Schema, examples, statement, types_on
 
 EXAMPLES = int(os.environ.get("XDSPUB_PROPERTY_EXAMPLES", "4"))
 KEPT = Path(__file__).parent / "property_examples"
@@ -78,6 +78,17 @@ def known(name: str, way: str) -> str | None:
 # --- a database for one example -------------------------------------------------------------
 
 
+def _postgresql_types(engine: sa.Engine) -> None:
+    """citext and the enum of tests/schemas.py, in the schema public, made once."""
+    labels = ", ".join(f"'{label}'" for label in MOODS)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS citext SCHEMA public"))
+        conn.execute(sa.text(
+            f"DO $$ BEGIN CREATE TYPE public.xdspub_mood AS ENUM ({labels}); "
+            "EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+        ))
+
+
 class ExampleDb:
     """An example's schema, its event log and tables, in a new SQLite file or a new
     PostgreSQL schema or MariaDB database (dropped by ``drop``)."""
@@ -93,6 +104,8 @@ class ExampleDb:
         self.database, self.name = database, name
         self.schema = Schema(schema)
         init_db(self.engine, self.dialect, name, self.settings.log_table, False, "none")
+        if database == "postgresql":
+            _postgresql_types(self.engine)
         with self.engine.begin() as conn:
             for ddl in self.schema.ddl(database, self.quote, self.qualify):
                 conn.execute(sa.text(ddl))
