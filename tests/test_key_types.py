@@ -358,6 +358,25 @@ def test_an_integer_key_past_a_signed_bigint_names_no_row_of_a_signed_column(tmp
         db.drop()
 
 
+def resync_broken_then_resumed(monkeypatch: pytest.MonkeyPatch, url: str, schema: str, table: str) -> None:
+    """``resync`` of ``table`` a row a chunk, its connection broken as it records its second
+    chunk (exit 5), then run again to the end: it resumes after the first chunk's key."""
+    record, calls = resync_module._Passes.record, []
+
+    def failing(self, conn, name, last_key, count):
+        calls.append(last_key)
+        if len(calls) == 2:
+            raise RuntimeError("the connection broke")
+        record(self, conn, name, last_key, count)
+
+    args = ["resync", "--db", url, "--schema", schema, "--tables", table, "--chunk", "1"]
+    monkeypatch.setattr(resync_module._Passes, "record", failing)
+    assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
+    monkeypatch.setattr(resync_module._Passes, "record", record)
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
 @pytest.mark.parametrize("kind", DATABASES)
 def test_a_resync_resumes_after_a_boolean_key(kind, tmp_path, monkeypatch):
     """The key text a resumed resync starts after is bound back as a boolean: `true` on
@@ -366,20 +385,7 @@ def test_a_resync_resumes_after_a_boolean_key(kind, tmp_path, monkeypatch):
     try:
         db.execute(f"CREATE TABLE {db.table('flag')} (k BOOLEAN NOT NULL PRIMARY KEY, v VARCHAR(5))")
         db.execute(f"INSERT INTO {db.table('flag')} (k, v) VALUES (FALSE, 'no'), (TRUE, 'yes')")
-        record, calls = resync_module._Passes.record, []
-
-        def failing(self, conn, name, last_key, count):
-            calls.append(last_key)
-            if len(calls) == 2:
-                raise RuntimeError("the connection broke")
-            record(self, conn, name, last_key, count)
-
-        args = ["resync", "--db", db.settings.db_url, "--schema", db.schema, "--tables", "flag", "--chunk", "1"]
-        monkeypatch.setattr(resync_module._Passes, "record", failing)
-        assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
-        monkeypatch.setattr(resync_module._Passes, "record", record)
-        result = CliRunner().invoke(cli, args, catch_exceptions=False)
-        assert result.exit_code == 0, result.output
+        resync_broken_then_resumed(monkeypatch, db.settings.db_url, db.schema, "flag")
         with db.engine.connect() as conn:
             logged = conn.execute(sa.text(f"SELECT table_key FROM {db.table('indirect_process')} ORDER BY record_id"))
             assert [r[0] for r in logged] == ["k=false", "k=true"]
@@ -496,20 +502,7 @@ def test_a_resync_resumes_after_a_zoned_key(tmp_path, monkeypatch):
             conn.execute(sa.text(db.changing_zone))
             conn.execute(sa.text(f"INSERT INTO {db.db.table('tz_field')} (k) VALUES ({KOLKATA[0]}),"
                                  " ('2024-01-31 17:30:00')"))
-        record, calls = resync_module._Passes.record, []
-
-        def failing(self, conn, name, last_key, count):
-            calls.append(last_key)
-            if len(calls) == 2:
-                raise RuntimeError("the connection broke")
-            record(self, conn, name, last_key, count)
-
-        args = ["resync", "--db", db.url, "--schema", db.db.schema, "--tables", "tz_field", "--chunk", "1"]
-        monkeypatch.setattr(resync_module._Passes, "record", failing)
-        assert CliRunner().invoke(cli, args, catch_exceptions=False).exit_code == 5
-        monkeypatch.setattr(resync_module._Passes, "record", record)
-        result = CliRunner().invoke(cli, args, catch_exceptions=False)
-        assert result.exit_code == 0, result.output
+        resync_broken_then_resumed(monkeypatch, db.url, db.db.schema, "tz_field")
         with db.engine.connect() as conn:
             logged = conn.execute(sa.text(f"SELECT table_key FROM {db.db.table('indirect_process')}"
                                           " WHERE event_type = 5 ORDER BY record_id"))  # not the triggers' 1
