@@ -1,7 +1,8 @@
 """Query-back reads (docs/rendering.md, Query-back rendering): the current rows of a
 published table.
 
-Every column is selected as the database's own text (binary columns as bytes), so that one
+Every column is selected as the database's own text (binary columns, and references to
+binary keys, as bytes: Column.is_binary), so that one
 rule (model/value_text.py) turns them into XDS text whatever reads them: the Python workers
 (COPY, or Spark's JDBC source), the driver, or the row publisher of bench/ with SQLAlchemy. Key values are bound as values,
 never spliced into the SQL; names come from the reflected catalogue only."""
@@ -51,7 +52,7 @@ def current_select(
         return sa.cast(dialect.bit_number(value) if is_bit(column.sql_type) else value, sa.Text)
 
     selected = [
-        source.c[c.read_name].label(c.name) if c.xds_type == value_text.OCTET or c.name == raw
+        source.c[c.read_name].label(c.name) if c.is_binary or c.name == raw
         else text(c).label(c.name)
         for c in table.columns
     ]
@@ -132,7 +133,7 @@ def current_read(
     if split is None or not dialect.copy_reads:
         return jdbc_query(engine, dialect, query, _arrow_schema(table), split)
     _, low, high, rows = split
-    octets = tuple(c.name for c in table.columns if c.xds_type == value_text.OCTET)
+    octets = tuple(c.name for c in table.columns if c.is_binary)
     ranges = even_ranges(low, high, parts(rows))
     return copy_ranges(engine, query, _arrow_schema(table), column, ranges, octets)
 
@@ -157,7 +158,7 @@ def _split(
 
 def _arrow_schema(table: Table) -> pa.Schema:
     return pa.schema(
-        [(c.name, pa.binary() if c.xds_type == value_text.OCTET else pa.string()) for c in table.columns]
+        [(c.name, pa.binary() if c.is_binary else pa.string()) for c in table.columns]
     )
 
 

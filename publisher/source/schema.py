@@ -201,7 +201,7 @@ def _driver_form(
         if form.referenced_key is not None:
             column = replace(
                 column, xds_type=value_text.DN, is_char=False, time_form=None,
-                reference=form.referenced_key, reference_by_key=True,
+                reference=form.referenced_key, reference_by_key=True, binary_reference=column.is_binary,
             )
         if form.multi_valued:
             multi.append(MultiValued(view, keys, column, own=True))
@@ -265,4 +265,7 @@ class _Shapes:
         name, target = self._target(fk)
         if target is not None and target.primary_key and not self._is_class_key(fk, target):
             return own  # a unique key, no class's
-        return Column(reflected["name"], ordinal, value_text.DN, False, reference=name, sql_type=sql_type)
+        return Column(
+            reflected["name"], ordinal, value_text.DN, False, reference=name, sql_type=sql_type,
+            binary_reference=own.is_binary,
+        )
