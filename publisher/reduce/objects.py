@@ -75,9 +75,8 @@ def _text(array: pa.Array) -> pa.Array:
     offsets = np.frombuffer(array.buffers()[1], np.int32)[array.offset : array.offset + len(array) + 1]
     data = array.buffers()[2]
     octets = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data else np.empty(0, np.uint8)
-    digits = pa.Array.from_buffers(
-        pa.string(), len(array), [None, pa.py_buffer((offsets - offsets[0]) * 2), pa.py_buffer(_HEX[octets].ravel())]
-    )
+    buffers = [None, pa.py_buffer((offsets - offsets[0]) * 2), pa.py_buffer(_HEX[octets].ravel())]
+    digits = pa.Array.from_buffers(pa.string(), len(array), buffers)
     return pc.if_else(array.is_valid(), digits, pa.scalar(None, pa.string()))
 
 
