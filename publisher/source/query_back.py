@@ -1,11 +1,11 @@
 """Query-back reads (docs/rendering.md, Query-back rendering): the current rows of a
 published table.
 
-Every column is selected as the database's own text (binary columns, and references to
-binary keys, as bytes: Column.is_binary), so that one
-rule (model/value_text.py) turns them into XDS text whatever reads them: the Python workers
-(COPY, or Spark's JDBC source), the driver, or the row publisher of bench/ with SQLAlchemy. Key values are bound as values,
-never spliced into the SQL; names come from the reflected catalogue only."""
+Every column is selected as the database's own text (binary columns, references to a
+binary key too, as bytes: Column.is_binary), so that one rule (model/value_text.py) turns
+them into XDS text whatever reads them: the Python workers (COPY, or Spark's JDBC source),
+the driver, or the row publisher of bench/ with SQLAlchemy. Key values are bound as
+values, never spliced into the SQL; names come from the reflected catalogue only."""
 
 from __future__ import annotations
 
@@ -78,11 +78,12 @@ class _KeyMatch:
 
     def __init__(self, dialect: Dialect, column: Column, source: sa.ColumnElement) -> None:
         self.dialect, self.xds_type, self.sql_type = dialect, column.xds_type, column.sql_type
+        self.binary = column.is_binary
         # A type SQLAlchemy does not know (SQLite's column without a declared type, a
         # type of an extension): its values may be of any kind, compared as their text.
         self.by_text = isinstance(self.sql_type, sa.types.NullType) and self.xds_type == value_text.STRING
         self.column = sa.cast(source, sa.Text) if self.by_text else source
-        if self.xds_type == value_text.OCTET:
+        if self.binary:
             self.column = dialect.binary_key_column(source)
 
     def names_a_value(self, text: str) -> bool:
@@ -91,7 +92,7 @@ class _KeyMatch:
         it)."""
         if self.xds_type == value_text.INT:
             return int(text) < 2**63 or bool(getattr(self.sql_type, "unsigned", False))
-        if self.xds_type != value_text.OCTET:
+        if not self.binary:
             return True
         try:
             base64.b64decode(text, validate=True)
@@ -105,7 +106,7 @@ class _KeyMatch:
             return int(text)
         if self.xds_type == value_text.STATE:
             return sa.literal(text == "true", sa.Boolean())
-        if self.xds_type == value_text.OCTET:
+        if self.binary:
             return self.dialect.binary_key(text)
         if self.dialect.utc_key and self.dialect.zoned(self.sql_type):
             return self.dialect.utc_key(text)
