@@ -266,6 +266,7 @@ def triggerless(db: SampleDb, settings: Settings, tmp_path: Path) -> Model:
     with TriggerlessPublisher(settings, options, db.engine, db.dialect) as publisher:
         report = publisher.cycle(open_sink(str(tmp_path / "triggerless"), 3))
     assert report.failed == []
+    assert report.on_spark == (settings.small_cycle_rows == 0)  # every class has rows
     model: Model = {}
     for path in sorted((tmp_path / "triggerless").glob("*.xml")):
         model = applied(model, etree.parse(str(path)).getroot(), db.schema)
@@ -539,6 +540,20 @@ def test_a_reference_to_a_binary_key_is_the_association_of_the_object_it_names(k
     column read back) holds the Base64 key text of the object it names, whichever path
     logged or read it; on MariaDB the link table's trigger takes bytes that are not UTF-8
     (docs/rendering.md, Key text)."""
+    published_binary_references(kind, flavour, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flavour", ["query-back", "triggerless"])
+@pytest.mark.parametrize("kind", DATABASES)
+def test_spark_reads_a_reference_to_a_binary_key_as_the_driver_does(kind, flavour, spark, tmp_path):
+    published_binary_references(kind, flavour, tmp_path, small_cycle_rows=0, spark_master="local[2]")
+
+
+def published_binary_references(kind: str, flavour: str, tmp_path: Path, **overrides: object) -> None:
+    """The objects of a binary-keyed class and of the references to it, logged by the
+    triggers of ``flavour`` (or read triggerless) and published under ``overrides``,
+    are those of the database, and a mirror of them verifies."""
     db = make_sample_db(kind, tmp_path)
     try:
         sql, (first, second) = BINARY[kind]
@@ -556,13 +571,15 @@ def test_a_reference_to_a_binary_key_is_the_association_of_the_object_it_names(k
         # Each object links itself: a reference to an object published later is a matter
         # of order, not of text (docs/reduction.md, References and order).
         db.execute(f"INSERT INTO {link} (k, r) VALUES ({first}, {first}), ({second}, {second})")
-        settings = replace(db.settings, publisher_user=PUBLISHER, tables=(*tables, "bk_view"))
+        settings = replace(db.settings, publisher_user=PUBLISHER, tables=(*tables, "bk_view"), **overrides)
         if flavour == "triggerless":
             model, published = triggerless(db, settings, tmp_path), tmp_path / "triggerless"
         else:
             db.log(("pk_id=1", 5, "bk_view"), ("pk_id=2", 5, "bk_view"))
-            document, report = db.publish(tmp_path / "out.xml", publisher_user=PUBLISHER, tables=settings.tables)
+            document, report = db.publish(tmp_path / "out.xml", publisher_user=PUBLISHER, tables=settings.tables,
+                                          **overrides)
             assert report.errors == [] and set(db.statuses().values()) == {"S"}
+            assert report.on_spark == bool(overrides)
             model, published = applied({}, document, db.schema), tmp_path / "out.xml"
         # A mirror of the documents holds every object a reference names, and verify reads
         # the binary keys back (docs/mirror.md).
