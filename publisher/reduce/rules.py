@@ -285,8 +285,9 @@ def _runs(
                 continue
         if index > last_delete:
             effective.append(e)
+    taking_over: set[int] = set()  # field query-backs that publish what a row one left out
     if creations:
-        effective = _read_too_early(effective, creations)
+        effective = _read_too_early(effective, creations, taking_over)
     # The first of each kind of query-back is what supersedes (docs/reduction.md).
     row_qb = next((e for e in effective if e.event_type in ev.ROW_QUERY_BACK), None)
     field_qb: dict[str | None, Event] = {}
@@ -294,7 +295,7 @@ def _runs(
         if e.event_type in ev.FIELD_QUERY_BACK:
             field_qb.setdefault(e.column_name, e)
     for e in effective:  # precedence acts after the last delete (docs/reduction.md)
-        if e.event_type in ev.FIELD_QUERY_BACK and row_qb is not None:
+        if e.event_type in ev.FIELD_QUERY_BACK and row_qb is not None and e.record_id not in taking_over:
             _supersede(e, ROW_BEATS_FIELD, row_qb)
         elif e.event_type in ev.FIELD_NON_QUERY_BACK:
             by = row_qb or field_qb.get(e.column_name)
@@ -328,24 +329,48 @@ def _runs(
     return runs
 
 
-def _read_too_early(effective: list[Event], creations: Creations) -> list[Event]:
+def _read_too_early(effective: list[Event], creations: Creations, taking_over: set[int]) -> list[Event]:
     """``effective`` without the query-backs whose row read back names an object made after
     them, when a later query-back that reads the same attributes comes after that object
     is made (docs/reduction.md, References and order): it publishes the same values at a
-    place where the object exists."""
+    place where the object exists. A row query-back whose naming attributes each have
+    such a later field query-back stays, without those attributes: the record_ids of the
+    field query-backs that publish them go into ``taking_over``."""
     kept = []
     for index, e in enumerate(effective):
         if e.event_type in ev.QUERY_BACK and e.cells is not None:
             values = referenced_values(e.event_type, e.column_name, e.xds_type, e.new_text, e.cells)
             made = max((creations[v][-1] for v in values if v in creations), default=None)
             if made is not None and made > (e.ord_time, e.record_id):
-                later = next((o for o in effective[index + 1:] if _reads_as_much(o, e)
-                              and (o.ord_time, o.record_id) > made), None)
-                if later is not None:
-                    _supersede(e, NAMES_A_LATER_OBJECT, later)
+                later = effective[index + 1:]
+                after = next((o for o in later if _reads_as_much(o, e) and (o.ord_time, o.record_id) > made), None)
+                if after is not None:
+                    _supersede(e, NAMES_A_LATER_OBJECT, after)
                     continue
+                if e.event_type in ev.ROW_QUERY_BACK:
+                    _leave_to_later(e, later, creations, taking_over)
         kept.append(e)
     return kept
+
+
+def _leave_to_later(e: Event, later: list[Event], creations: Creations, taking_over: set[int]) -> None:
+    """Row query-back ``e`` without the attributes whose values name an object made after
+    it, when each has a later field query-back of its own after that object is made."""
+    position = (e.ord_time, e.record_id)
+    made: dict[str, tuple[float, int]] = {}  # attribute: the latest creation it names
+    for name, cell_type, text in e.cells:
+        created = creations.get(text) if cell_type == DN and text is not None else None
+        if created and created[-1] > position:
+            made[name] = max(made.get(name, created[-1]), created[-1])
+    taking = {}
+    for name, creation in made.items():
+        field = next((o for o in later if o.event_type in ev.FIELD_QUERY_BACK and o.column_name == name
+                      and (o.ord_time, o.record_id) > creation), None)
+        if field is None:
+            return  # not covered (docs/reduction.md): the row publishes as read
+        taking[name] = field.record_id
+    e.cells = [cell for cell in e.cells if cell[0] not in taking]
+    taking_over.update(taking.values())
 
 
 def _reads_as_much(later: Event, early: Event) -> bool:
