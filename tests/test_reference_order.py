@@ -255,3 +255,33 @@ def test_a_row_query_back_leaves_a_reference_read_too_early_to_the_later_field_o
         assert [a.get("attr-name") for a in commands[2].iter("modify-attr")] == ["staff_dept.dept_code"]
     finally:
         db.drop()
+
+
+# A staff row given a new key (field triggers: type 4, then a row query-back, type 5),
+# then a department, then a link table row of the new key naming it (type 1).
+REKEYED_THEN_LINKED = [
+    "UPDATE {staff} SET id = 5 WHERE id = 2",
+    "INSERT INTO {dept} (dept_code, dname) VALUES ('HR', 'People')",
+    "INSERT INTO {staff_dept} (id, dept_code) VALUES (5, 'HR')",
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_row_query_back_leaves_a_reference_read_too_early_to_the_later_logged_change(kind, tmp_path):
+    """The new key's type 5 names HR, made after it; the link row's logged type 1 comes
+    after HR is made: the type 5 publishes the rest where it stands, the type 1 the link."""
+    db = _school(kind, tmp_path)
+    try:
+        _run(db, REKEYED_THEN_LINKED)
+        document, report = db.publish(tmp_path / "out.xml", allow_loopback=True)
+        assert report.errors == [] and set(db.statuses().values()) == {"S"}
+        assert _unresolved(document, _known(db)) == []
+        bob, hr = _association(db, "staff", "id=5"), _association(db, "dept", "dept_code=HR")
+        commands = list(document.find("input"))
+        assert [(c.tag, c.findtext("association")) for c in commands] == [
+            ("delete", _association(db, "staff", "id=2")), ("modify", bob), ("add", hr), ("modify", bob)
+        ]
+        assert [a.get("attr-name") for a in commands[1].iter("modify-attr")] == ["sname"]
+        assert [a.get("attr-name") for a in commands[3].iter("modify-attr")] == ["staff_dept.dept_code"]
+    finally:
+        db.drop()

@@ -298,7 +298,7 @@ def _runs(
         if e.event_type in ev.FIELD_QUERY_BACK and row_qb is not None and e.record_id not in taking_over:
             _supersede(e, ROW_BEATS_FIELD, row_qb)
         elif e.event_type in ev.FIELD_NON_QUERY_BACK:
-            by = row_qb or field_qb.get(e.column_name)
+            by = field_qb.get(e.column_name) if e.record_id in taking_over else row_qb or field_qb.get(e.column_name)
             if by is not None:
                 _supersede(e, QUERY_BACK_BEATS_FIELD, by)
     runs: list[tuple[CommandKind, list[Event]]] = []
@@ -348,29 +348,35 @@ def _read_too_early(effective: list[Event], creations: Creations, taking_over: s
                     _supersede(e, NAMES_A_LATER_OBJECT, after)
                     continue
                 if e.event_type in ev.ROW_QUERY_BACK:
-                    _leave_to_later(e, later, creations, taking_over)
+                    _leave_to_later(e, effective, creations, taking_over)
         kept.append(e)
     return kept
 
 
-def _leave_to_later(e: Event, later: list[Event], creations: Creations, taking_over: set[int]) -> None:
+def _leave_to_later(e: Event, effective: list[Event], creations: Creations, taking_over: set[int]) -> None:
     """Row query-back ``e`` without the attributes whose values name an object made after
-    it, when each has a later field query-back of its own after that object is made."""
+    it, when each has a later event of its own after that object is made: a field
+    query-back, which publishes the attribute's values; else a logged change, and then
+    every logged change of the attribute publishes (none is superseded by ``e``)."""
     position = (e.ord_time, e.record_id)
     made: dict[str, tuple[float, int]] = {}  # attribute: the latest creation it names
     for name, cell_type, text in e.cells:
         created = creations.get(text) if cell_type == DN and text is not None else None
         if created and created[-1] > position:
             made[name] = max(made.get(name, created[-1]), created[-1])
-    taking = {}
+    taking: set[int] = set()
     for name, creation in made.items():
-        field = next((o for o in later if o.event_type in ev.FIELD_QUERY_BACK and o.column_name == name
-                      and (o.ord_time, o.record_id) > creation), None)
-        if field is None:
+        after = [o for o in effective if o.column_name == name and (o.ord_time, o.record_id) > creation]
+        field = next((o for o in after if o.event_type in ev.FIELD_QUERY_BACK), None)
+        if field is not None:
+            taking.add(field.record_id)
+        elif any(o.event_type in ev.FIELD_NON_QUERY_BACK for o in after):
+            taking.update(o.record_id for o in effective
+                          if o.column_name == name and o.event_type in ev.FIELD_NON_QUERY_BACK)
+        else:
             return  # not covered (docs/reduction.md): the row publishes as read
-        taking[name] = field.record_id
-    e.cells = [cell for cell in e.cells if cell[0] not in taking]
-    taking_over.update(taking.values())
+    e.cells = [cell for cell in e.cells if cell[0] not in made]
+    taking_over.update(taking)
 
 
 def _reads_as_much(later: Event, early: Event) -> bool:
