@@ -224,6 +224,41 @@ class Catalogue:
         --tables is refused by ``selected``)."""
         return [self.tables[name] for name in sorted(self.tables) if self.tables[name].key_columns]
 
+    def reference_order(self) -> list[Table]:
+        """The keyed classes, each after the classes its references name (docs/reduction.md,
+        References and order); ties by name, and classes whose references make a cycle keep
+        name order among them."""
+        classes = self.keyed_classes()
+        named = {t.name: {n for n in self._named_classes(t) if n != t.name} for t in classes}
+        placed: list[Table] = []
+        waiting = list(classes)  # in name order
+        while waiting:
+            done = {t.name for t in placed}
+            ready = next((t for t in waiting if named[t.name] <= done), waiting[0])
+            placed.append(ready)
+            waiting.remove(ready)
+        return placed
+
+    def self_references(self, table: Table) -> list[str]:
+        """The class's attributes (a column's name, or a multi-valued attribute's) whose
+        references name the class itself."""
+        return [name for name, column in self._references(table) if self._names(column) == table.name]
+
+    def _references(self, table: Table) -> list[tuple[str, Column]]:
+        """Each attribute of the class holding references, with its column."""
+        found = [(c.name, c) for c in table.columns if c.reference is not None]
+        return found + [(m.name, m.column) for m in table.multi_valued if m.column.reference is not None]
+
+    def _names(self, column: Column) -> str | None:
+        """The class a reference column names; None when it names no class."""
+        try:
+            return self.referenced(column).name
+        except NotAClass:
+            return None
+
+    def _named_classes(self, table: Table) -> set[str]:
+        return {name for _, column in self._references(table) if (name := self._names(column))}
+
     def is_left_out(self, table_name: str) -> bool:
         """Whether ``table_name`` is a class or child table the selection leaves out."""
         return table_name in self.left_out or table_name in self.left_out_children

@@ -38,6 +38,7 @@ from publisher.plans.reads import Read, frame
 from publisher.plans.tasks import spill, write_failure
 from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
 from publisher.reduce.objects import (
+    ATTRIBUTE,
     CHILD_VALUES,
     KEY,
     ORDER,
@@ -292,7 +293,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         generation.link_class(table.name, previous.files(table.name))
         generation.reads[table.name] = digests
         objects = sum(pq.ParquetFile(path).metadata.num_rows for path in old_files)
-        return ComparedClass(objects, [], Counter(), lambda _first_id, _local_time: [], unchanged=True)
+        return ComparedClass(objects, [], Counter(), lambda _first_ids, _local_time: [], unchanged=True)
     unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
     if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
         written += _collected(read_jobs(unchanged, {}))
@@ -310,13 +311,16 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     for path in files_of_changes:  # the change column alone, mapped
         counts.update(change_counts(_read_all([path], pa.schema([]))))
 
-    def runs(first_id: int, local_time: str | None) -> list[RunSource]:
+    def runs(first_ids: tuple[int, int], local_time: str | None) -> list[RunSource]:
         schema = publisher.catalogue.schema
         if sum(counts.values()) <= publisher.settings.small_cycle_rows:
             changes = _read_all(files_of_changes, pa.schema([]))
-            return rendered_in_driver(table, schema, changes, first_id, local_time) if changes.num_rows else []
-        return _rendered_runs(spark, table, schema, files_of_changes, first_id, local_time, work)
+            return rendered_in_driver(table, schema, changes, first_ids, local_time,
+                                      self_references) if changes.num_rows else []
+        return _rendered_runs(spark, table, schema, files_of_changes, first_ids, local_time,
+                              self_references, work)
 
+    self_references = catalogue.self_references(table)
     failed = [(r.object_key, r.reason) for r in compared if r.object_key is not None]
     if digested and not failed:  # a failed object kept its old state: its range must be read again
         generation.reads[table.name] = digests
@@ -338,15 +342,18 @@ def _collected(jobs: list[DataFrame]) -> list:
     return written
 
 
-def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_id: int,
-                   local_time: str | None, work: Path) -> list[RunSource]:
+def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids: tuple[int, int],
+                   local_time: str | None, self_references: list[str], work: Path) -> list[RunSource]:
     """The class's changes (``files``, one a bucket) rendered in Spark tasks, one a file,
-    each a sorted run in ``work``: the driver numbers the changes in key order from their
-    key columns alone, and leaves each task its file's event-ids."""
+    each a sorted run in ``work``: the driver numbers the changes (reduce/objects.event_ids)
+    from their key columns, change and self-references alone, and leaves each task its
+    file's event-ids."""
     if not files:
         return []
-    keys = [_read_all([path], pa.schema([])).select([ORDER + name for name in table.key_columns]) for path in files]
-    ids = event_ids(table, pa.concat_tables(keys), first_id)
+    named = [KEY, *(ATTRIBUTE + name for name in self_references)] if self_references else []
+    wanted = [*(ORDER + name for name in table.key_columns), "change", *named]
+    keys = [_read_all([path], pa.schema([])).select(wanted) for path in files]
+    ids = event_ids(table, pa.concat_tables(keys), first_ids, schema, self_references)
     id_files, start = [], 0
     for number, part in enumerate(keys):
         id_files.append(str(work / f"ids-{number:05d}.npy"))

@@ -326,12 +326,86 @@ def change_counts(changes: pa.Table) -> Counter:
     return Counter({c["values"]: c["counts"] for c in pc.value_counts(changes["change"]).to_pylist()})
 
 
-def event_ids(table: Table, changes: pa.Table, first_id: int) -> np.ndarray:
-    """Each change's event-id: ``first_id`` plus its place in the class's key order
-    (``changes`` needs only its key columns, ORDER)."""
+def event_ids(table: Table, changes: pa.Table, first_ids: tuple[int, int], schema: str,
+              self_references: Sequence[str] = ()) -> np.ndarray:
+    """Each change's event-id (docs/triggerless.md, Commands): adds and modifies numbered
+    from ``first_ids[0]``, deletes from ``first_ids[1]``, each in the class's key order but
+    that, through ``self_references`` (Catalogue.self_references), an add or modify comes
+    after the add of a new object it names, and a delete before the delete of an object
+    it names. ``changes`` needs only its key columns (ORDER) and change, and with
+    ``self_references`` its key and those attributes."""
     ids = np.empty(changes.num_rows, np.int64)
-    ids[key_order(table, changes).to_numpy()] = first_id + np.arange(changes.num_rows)
+    rank = np.empty(changes.num_rows, np.int64)
+    rank[key_order(table, changes).to_numpy()] = np.arange(changes.num_rows)
+    kind = changes["change"]
+    deleted = pc.equal(kind, Change.DELETED.value).to_numpy(zero_copy_only=False)
+    new = pc.is_in(kind, pa.array([Change.ADDED.value, Change.CURRENT.value])).to_numpy(zero_copy_only=False)
+    for rows, targets, first, later in ((np.flatnonzero(~deleted), new, first_ids[0], 1),
+                                        (np.flatnonzero(deleted), deleted, first_ids[1], -1)):
+        depth = np.zeros(len(rows), np.int64)
+        if self_references and len(rows):
+            part = changes.take(rows)
+            owners = association_texts(part[KEY], table.name, schema)
+            named = [part[ATTRIBUTE + name] for name in self_references]
+            depth = reference_depths(owners, named, targets[rows], rank[rows])
+        order = rows[np.lexsort((rank[rows], later * depth))]
+        ids[order] = first + np.arange(len(rows))
     return ids
+
+
+def association_texts(keys: pa.ChunkedArray | pa.Array, class_name: str, schema: str) -> pa.Array:
+    """Each canonical key's association (model/commands.association), as a reference holds it."""
+    return pc.binary_join_element_wise(keys, f"table={class_name},schema={schema}", ",")
+
+
+def reference_depths(owners: pa.Array, named: Sequence[pa.ChunkedArray], targets: np.ndarray,
+                     rank: np.ndarray) -> np.ndarray:
+    """Each object's place in the chains of references among ``owners`` (associations):
+    0 for one that names no object of ``targets`` (a mask of owners) but itself, else one
+    more than the deepest it names. ``named``: each reference attribute's values, one row
+    an owner (a multi-valued attribute's, lists). Where the references make a cycle, the
+    object of the lowest ``rank`` left in it is taken as if it named none of them."""
+    count = len(targets)
+    sources, names = [], []
+    for values in named:
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if pa.types.is_list(values.type):
+            sources.append(pc.list_parent_indices(values).to_numpy())
+            values = pc.list_flatten(values)
+        else:
+            sources.append(np.arange(count))
+        names.append(pc.fill_null(pc.index_in(values, value_set=owners), -1).to_numpy(zero_copy_only=False))
+    source, target = np.concatenate(sources), np.concatenate(names)
+    kept = target >= 0
+    kept[kept] = targets[target[kept]] & (target[kept] != source[kept])
+    source, target = source[kept], target[kept]
+    depth = np.zeros(count, np.int64)
+    if not len(source):
+        return depth
+    # Each owner waits for the objects it names; each named object, once placed, frees
+    # those naming it (by target, their sources).
+    waiting = np.bincount(source, minlength=count)
+    by_target = np.argsort(target, kind="stable")
+    starts = np.searchsorted(target[by_target], np.arange(count + 1))
+    namers = source[by_target]
+    named_once = np.unique(target)
+    ready = named_once[waiting[named_once] == 0].tolist()
+    left = set(np.flatnonzero(waiting).tolist())
+    while ready or left:
+        if not ready:  # a cycle: its lowest-ranked object goes first
+            first = min(left, key=lambda n: rank[n])
+            waiting[first] = 0
+            ready.append(first)
+        node = ready.pop()
+        left.discard(node)
+        for namer in namers[starts[node]:starts[node + 1]].tolist():
+            if waiting[namer] <= 0:
+                continue  # placed already (a cycle broken at it)
+            depth[namer] = max(depth[namer], depth[node] + 1)
+            waiting[namer] -= 1
+            if waiting[namer] == 0:
+                ready.append(namer)
+    return depth
 
 
 def commands(
