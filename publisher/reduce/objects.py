@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
+from publisher.model.chains import chain_depths
 from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
 from publisher.model.statuses import reason_text
 from publisher.reduce.query_back_state import SEPARATOR
@@ -360,12 +361,10 @@ def association_texts(keys: pa.ChunkedArray | pa.Array, class_name: str, schema:
 
 def reference_depths(owners: pa.Array, named: Sequence[pa.ChunkedArray], targets: np.ndarray,
                      rank: np.ndarray) -> np.ndarray:
-    """Each object's place in the chains of references among ``owners`` (associations):
-    0 for one that names no object of ``targets`` (a mask of owners) but itself, else one
-    more than the deepest it names. ``named``: each reference attribute's values, one row
-    an owner (a multi-valued attribute's, lists). Where the references make a cycle, the
-    object of the lowest ``rank`` left in it is taken as if it named none of them."""
-    count = len(targets)
+    """Each of ``owners``' (associations) depth in the chains of references among them
+    (model/chains.chain_depths), counting only references to ``targets`` (a mask of
+    owners). ``named``: each reference attribute's values, a row an owner (a multi-valued
+    attribute's, lists)."""
     sources, names = [], []
     for values in named:
         values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -373,39 +372,12 @@ def reference_depths(owners: pa.Array, named: Sequence[pa.ChunkedArray], targets
             sources.append(pc.list_parent_indices(values).to_numpy())
             values = pc.list_flatten(values)
         else:
-            sources.append(np.arange(count))
+            sources.append(np.arange(len(owners)))
         names.append(pc.fill_null(pc.index_in(values, value_set=owners), -1).to_numpy(zero_copy_only=False))
     source, target = np.concatenate(sources), np.concatenate(names)
     kept = target >= 0
-    kept[kept] = targets[target[kept]] & (target[kept] != source[kept])
-    source, target = source[kept], target[kept]
-    depth = np.zeros(count, np.int64)
-    if not len(source):
-        return depth
-    # Each owner waits for the objects it names; each named object, once placed, frees
-    # those naming it (by target, their sources).
-    waiting = np.bincount(source, minlength=count)
-    by_target = np.argsort(target, kind="stable")
-    starts = np.searchsorted(target[by_target], np.arange(count + 1))
-    namers = source[by_target]
-    named_once = np.unique(target)
-    ready = named_once[waiting[named_once] == 0].tolist()
-    left = set(np.flatnonzero(waiting).tolist())
-    while ready or left:
-        if not ready:  # a cycle: its lowest-ranked object goes first
-            first = min(left, key=lambda n: rank[n])
-            waiting[first] = 0
-            ready.append(first)
-        node = ready.pop()
-        left.discard(node)
-        for namer in namers[starts[node]:starts[node + 1]].tolist():
-            if waiting[namer] <= 0:
-                continue  # placed already (a cycle broken at it)
-            depth[namer] = max(depth[namer], depth[node] + 1)
-            waiting[namer] -= 1
-            if waiting[namer] == 0:
-                ready.append(namer)
-    return depth
+    kept[kept] = targets[target[kept]]
+    return chain_depths(source[kept], target[kept], rank)
 
 
 def commands(
