@@ -224,3 +224,131 @@ def test_spark_orders_references_as_the_driver_does(spark, tmp_path):
         assert _unresolved(on_spark, _known(db)) == []
     finally:
         db.drop()
+
+
+# --- triggerless and resync: classes in reference order, a self-reference's chain ----------
+
+# A class whose name sorts before the class it references (a_person -> z_unit), naming
+# objects of its own class by a single-valued reference (manager) and a multi-valued one
+# (a_person_helps.helps).
+CHAIN_TABLES = ("z_unit", "a_person", "a_person_helps")
+CHAIN_CLASSES = CHAIN_TABLES[:2]
+CHAIN_SCHEMA = [
+    "CREATE TABLE {z_unit} (code VARCHAR(10) PRIMARY KEY, uname VARCHAR(40))",
+    "CREATE TABLE {a_person} (id INTEGER PRIMARY KEY, pname VARCHAR(40), "
+    "unit_code VARCHAR(10) REFERENCES {z_unit} (code), manager INTEGER REFERENCES {a_person} (id))",
+    "CREATE TABLE {a_person_helps} (id INTEGER NOT NULL REFERENCES {a_person} (id) ON DELETE CASCADE, "
+    "helps INTEGER NOT NULL REFERENCES {a_person} (id))",
+]
+# Each person names one with a later key: 1 -> 3 -> 2 (manager), 4 helps 5.
+CHAIN = [
+    "INSERT INTO {z_unit} (code, uname) VALUES ('U1', 'Unit')",
+    "INSERT INTO {a_person} (id, pname) VALUES (2, 'Top')",
+    "INSERT INTO {a_person} (id, pname, manager) VALUES (3, 'Middle', 2)",
+    "INSERT INTO {a_person} (id, pname, manager, unit_code) VALUES (1, 'Low', 3, 'U1')",
+    "INSERT INTO {a_person} (id, pname) VALUES (5, 'Helped')",
+    "INSERT INTO {a_person} (id, pname) VALUES (4, 'Helper')",
+    "INSERT INTO {a_person_helps} (id, helps) VALUES (4, 5)",
+]
+# New objects naming later new ones, an object changed to name one, and the chain deleted
+# with the unit it names.
+CHAIN_CHANGED = [
+    "INSERT INTO {a_person} (id, pname) VALUES (7, 'New top')",
+    "INSERT INTO {a_person} (id, pname, manager) VALUES (6, 'New', 7)",
+    "UPDATE {a_person} SET manager = 6 WHERE id = 4",
+    "DELETE FROM {a_person} WHERE id = 1",
+    "DELETE FROM {a_person} WHERE id = 3",
+    "DELETE FROM {a_person} WHERE id = 2",
+    "DELETE FROM {z_unit} WHERE code = 'U1'",
+]
+
+
+def _chain_db(kind: str, tmp_path: Path) -> SampleDb:
+    db = make_sample_db(kind, tmp_path)
+    db.names = {t: db.table(t) for t in CHAIN_TABLES}
+    _run(db, CHAIN_SCHEMA)
+    return db
+
+
+def _chain_settings(db: SampleDb, **overrides: object):
+    return replace(db.settings, tables=CHAIN_CLASSES, allow_loopback=True, **overrides)
+
+
+def _person(db: SampleDb, key: int) -> str:
+    return _association(db, "a_person", f"id={key}")
+
+
+def _triggerless(db: SampleDb, tmp_path: Path, out: str, **overrides: object) -> etree._Element:
+    """One triggerless cycle (startup all), its documents as one list of commands."""
+    from publisher.triggerless import TriggerlessOptions, export_triggerless
+
+    folder = tmp_path / out
+    report = export_triggerless(_chain_settings(db, **overrides), TriggerlessOptions(tmp_path / "state", "all"),
+                                str(folder))
+    assert report.failed == []
+    document = etree.Element("output")
+    commands = etree.SubElement(document, "input")
+    for path in sorted(folder.glob("*.xml")):
+        commands.extend(etree.parse(str(path)).getroot().find("input"))
+    return document
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
+def test_triggerless_orders_adds_by_reference_and_deletes_in_reverse(kind, tmp_path):
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CHAIN)
+        first = _triggerless(db, tmp_path, "first")
+        assert _unresolved(first, set()) == []
+        unit = _association(db, "z_unit", "code=U1")
+        assert [(tag, where) for tag, where, _ in _commands(first)] == [
+            ("add", unit), *(("add", _person(db, k)) for k in (2, 5, 3, 4, 1))
+        ]
+        _run(db, CHAIN_CHANGED)
+        second = _triggerless(db, tmp_path, "second")
+        known = {unit, *(_person(db, k) for k in range(1, 6))}
+        assert _unresolved(second, known) == []
+        assert [(tag, where) for tag, where, _ in _commands(second)] == [
+            ("add", _person(db, 7)), ("add", _person(db, 6)), ("modify", _person(db, 4)),
+            *(("delete", _person(db, k)) for k in (1, 3, 2)), ("delete", unit),
+        ]
+        assert [event_id for *_, event_id in _commands(second)] == sorted(e for *_, e in _commands(second))
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
+def test_resync_logs_a_class_after_those_it_names_and_an_object_after_those_it_names(kind, tmp_path):
+    from publisher.progress import SilentRows
+    from publisher.source.resync import resync
+
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CHAIN)
+        script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", CHAIN_TABLES, "field")
+        run_scripts(db.engine, db.dialect, [script.ddl])
+        # A chunk of 2 objects: an interrupted pass would resume in the same order.
+        report = resync(db.engine, db.dialect, _chain_settings(db), 2, False, SilentRows())
+        assert [(c.name, c.logged) for c in report.classes] == [("z_unit", 1), ("a_person", 5)]
+        document, cycle = db.publish(tmp_path / "out.xml", allow_loopback=True, tables=CHAIN_CLASSES)
+        assert cycle.errors == []
+        assert _unresolved(document, set()) == []
+        assert [where for _, where, _ in _commands(document)] == [
+            _association(db, "z_unit", "code=U1"), *(_person(db, k) for k in (2, 5, 3, 4, 1))
+        ]
+    finally:
+        db.drop()
+
+
+def test_triggerless_on_spark_orders_as_in_the_driver(spark, tmp_path):
+    db = _chain_db("sqlite", tmp_path)
+    try:
+        _run(db, CHAIN)
+        _triggerless(db, tmp_path, "first")
+        _run(db, CHAIN_CHANGED)
+        driver = _triggerless(db, tmp_path, "driver", dry_run=True)
+        on_spark = _triggerless(db, tmp_path, "spark", small_cycle_rows=0)
+        assert canonical(on_spark) == canonical(driver)
+        assert len(_commands(on_spark)) == 7
+    finally:
+        db.drop()
