@@ -352,3 +352,31 @@ def test_triggerless_on_spark_orders_as_in_the_driver(spark, tmp_path):
         assert len(_commands(on_spark)) == 7
     finally:
         db.drop()
+
+
+def test_the_reference_order_of_classes():
+    from publisher.model.catalogue import Catalogue, Column, Table
+
+    def of(name: str, *named: str) -> Table:
+        references = (Column(f"r{i}", i + 1, "dn", False, reference=n) for i, n in enumerate(named))
+        return Table(name, (Column("id", 0, "int", False), *references), ("id",), True)
+
+    classes = [of("a", "z", "gone"), of("b", "a"), of("z"), of("m", "n"), of("n", "m"), of("s", "s")]
+    catalogue = Catalogue("s", {t.name: t for t in classes}, left_out={"gone": of("gone")})
+    # Each class after those it names (a left-out one waits for nothing), ties and a cycle
+    # (m, n) by name.
+    assert [t.name for t in catalogue.reference_order()] == ["s", "z", "a", "b", "m", "n"]
+    assert catalogue.self_references(catalogue.tables["s"]) == ["r0"]
+    assert catalogue.self_references(catalogue.tables["a"]) == []
+
+
+def test_chain_depths_break_a_cycle_at_its_lowest_ranked_object():
+    import numpy as np
+
+    from publisher.model.chains import chain_depths, chain_order
+
+    # 0 -> 2 -> 1; 3 -> 4 -> 3 (a cycle); 5 names itself.
+    source, target = np.array([0, 2, 3, 4, 5]), np.array([2, 1, 4, 3, 5])
+    rank = np.arange(6)
+    assert chain_depths(source, target, rank).tolist() == [2, 0, 1, 0, 1, 0]
+    assert chain_order(source, target, rank).tolist() == [1, 3, 5, 2, 4, 0]

@@ -229,7 +229,8 @@ class Catalogue:
         References and order); ties by name, and classes whose references make a cycle keep
         name order among them."""
         classes = self.keyed_classes()
-        named = {t.name: {n for n in self._named_classes(t) if n != t.name} for t in classes}
+        ordered = {t.name for t in classes}  # a class left out is no class to wait for
+        named = {t.name: (self._named_classes(t) & ordered) - {t.name} for t in classes}
         placed: list[Table] = []
         waiting = list(classes)  # in name order
         while waiting:
