@@ -282,13 +282,15 @@ class _Chunks:
         names an object: the rows joined by the database, so that a value names the key
         its row holds whatever the key's collation."""
         if isinstance(attribute, MultiValued) and not attribute.own:
-            values = sa.Table(attribute.child_table, sa.MetaData(), schema=self.db_schema,
+            values = sa.Table(checked("table", attribute.child_table), sa.MetaData(), schema=self.db_schema,
                               autoload_with=self.engine).alias("c")
-            link = attribute.link
+            link, source = attribute.link, attribute.child_table
         else:  # a column of the class, or a view's own multi-valued column
             values = self.row.element.alias("c")
-            link = self.table.key_columns
+            link, source = self.table.key_columns, self.name
         column = attribute.column if isinstance(attribute, MultiValued) else attribute
+        for name in (*link, column.read_name):
+            checked(f"table {source!r}, column", name)
         named = self.row.element.alias("p")
         return (
             sa.select(self.key_text, sa.literal_column(self.key_sql("p")))
