@@ -6,8 +6,9 @@ files, turn them into objects (reduce/objects.py) and write them into buckets by
 through the work folder, as the event-log plan's shuffle does (plans/exchange.py). One
 comparing task a bucket joins its objects with their previous state by key, writes its
 part of the new state into the new generation's folder and its changes into the work
-folder. The driver numbers the changes in key order from their key columns alone; one
-rendering task a file of changes renders them into a sorted run, which the driver merges
+folder. The driver numbers the changes in reference order (reduce/objects.event_ids) from
+their key columns, change and self-references alone; one rendering task a file of changes
+renders them into a sorted run, which the driver merges
 with the others by event-id (delivery/ordered.py)."""
 
 from __future__ import annotations
