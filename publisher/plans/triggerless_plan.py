@@ -8,8 +8,8 @@ comparing task a bucket joins its objects with their previous state by key, writ
 part of the new state into the new generation's folder and its changes into the work
 folder. The driver numbers the changes in reference order (reduce/objects.event_ids) from
 their key columns, change and self-references alone; one rendering task a file of changes
-renders them into a sorted run, which the driver merges
-with the others by event-id (delivery/ordered.py)."""
+renders them into a sorted run, which the driver merges with the others by event-id
+(delivery/ordered.py)."""
 
 from __future__ import annotations
 
