@@ -380,3 +380,13 @@ def test_chain_depths_break_a_cycle_at_its_lowest_ranked_object():
     rank = np.arange(6)
     assert chain_depths(source, target, rank).tolist() == [2, 0, 1, 0, 1, 0]
     assert chain_order(source, target, rank).tolist() == [1, 3, 5, 2, 4, 0]
+
+
+def test_a_cycle_is_broken_at_its_own_object_not_at_one_waiting_for_it():
+    import numpy as np
+
+    from publisher.model.chains import chain_depths
+
+    # 0 waits for the cycle 1 -> 2 -> 1 without being in it: the cycle breaks at 1.
+    source, target = np.array([0, 1, 2]), np.array([1, 2, 1])
+    assert chain_depths(source, target, np.arange(3)).tolist() == [1, 0, 1]

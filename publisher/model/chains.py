@@ -9,9 +9,9 @@ import numpy as np
 def chain_depths(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Each of ``len(rank)`` objects' depth in the chains of references, where object
     ``source[i]`` names object ``target[i]``: 0 for one that names none, else one more than
-    the deepest it names. Where the references make a cycle, the object of the lowest
-    ``rank`` left in it is taken as if it named none of those left. Only the objects of
-    the references are held in Python."""
+    the deepest it names. Where the references make a cycle, its object of the lowest
+    ``rank`` is taken as if it named none of those not placed yet. Only the objects of the
+    references are held in Python."""
     count = len(rank)
     depth = np.zeros(count, np.int64)
     kept = source != target
@@ -24,12 +24,15 @@ def chain_depths(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np
     by_target = np.argsort(target, kind="stable")
     starts = np.searchsorted(target[by_target], np.arange(count + 1))
     namers = source[by_target]
+    by_source = np.argsort(source, kind="stable")
+    source_starts = np.searchsorted(source[by_source], np.arange(count + 1))
+    names = target[by_source]
     named = np.unique(target)
     ready = named[waiting[named] == 0].tolist()
     left = set(np.unique(source).tolist())
     while ready or left:
         if not ready:  # a cycle: its lowest-ranked object goes first
-            first = min(left, key=lambda n: rank[n])
+            first = _in_cycle(min(left, key=lambda n: rank[n]), names, source_starts, waiting, rank)
             waiting[first] = 0
             ready.append(first)
         node = ready.pop()
@@ -42,6 +45,19 @@ def chain_depths(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np
             if waiting[namer] == 0:
                 ready.append(namer)
     return depth
+
+
+def _in_cycle(start: int, names: np.ndarray, starts: np.ndarray, waiting: np.ndarray, rank: np.ndarray) -> int:
+    """The lowest-ranked object of the cycle reached from ``start`` (an object still
+    waiting) by following what each names among the objects still waiting: ``start`` may
+    only wait for a cycle without being in one."""
+    path, seen = [start], {start: 0}
+    while True:
+        node = next(n for n in names[starts[path[-1]]:starts[path[-1] + 1]].tolist() if waiting[n] > 0)
+        if node in seen:
+            return min(path[seen[node]:], key=lambda n: rank[n])
+        seen[node] = len(path)
+        path.append(node)
 
 
 def chain_order(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np.ndarray:
