@@ -28,7 +28,7 @@ from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
 from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
 from publisher.progress import CycleProgress, Silent
-from publisher.reduce.objects import change_counts, compare, current_objects
+from publisher.reduce.objects import change_counts, compare, current_objects, with_cycles_split
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
@@ -150,9 +150,8 @@ class TriggerlessPublisher:
             return unread_class(table, previous, generation, refused)
         comparison = compare(table, previous.table(table.name), objects, startup)
         generation.write_table(table.name, comparison.state)
-        changes = comparison.changes
-
         self_references = self.catalogue.self_references(table)
+        changes = with_cycles_split(table, comparison.changes, self.catalogue.schema, self_references)
 
         def runs(first_ids: tuple[int, int], local_time: str | None) -> list[RunSource]:
             return rendered_in_driver(table, self.catalogue.schema, changes, first_ids, local_time, self_references)

@@ -390,3 +390,48 @@ def test_a_cycle_is_broken_at_its_own_object_not_at_one_waiting_for_it():
     # 0 waits for the cycle 1 -> 2 -> 1 without being in it: the cycle breaks at 1.
     source, target = np.array([0, 1, 2]), np.array([1, 2, 1])
     assert chain_depths(source, target, np.arange(3)).tolist() == [1, 0, 1]
+
+
+# New objects naming each other: 8 and 9 by manager, 10 and 11 by help.
+CYCLES = [
+    "INSERT INTO {a_person} (id, pname) VALUES (8, 'Eight')",
+    "INSERT INTO {a_person} (id, pname, manager) VALUES (9, 'Nine', 8)",
+    "UPDATE {a_person} SET manager = 9 WHERE id = 8",
+    "INSERT INTO {a_person} (id, pname) VALUES (10, 'Ten')",
+    "INSERT INTO {a_person} (id, pname) VALUES (11, 'Eleven')",
+    "INSERT INTO {a_person_helps} (id, helps) VALUES (10, 11)",
+    "INSERT INTO {a_person_helps} (id, helps) VALUES (11, 10)",
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_triggerless_splits_the_add_that_breaks_a_cycle_of_new_objects(kind, tmp_path):
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CYCLES)
+        document = _triggerless(db, tmp_path, "out")
+        assert _unresolved(document, set()) == []
+        assert [(tag, where) for tag, where, _ in _commands(document)] == [
+            ("add", _person(db, 8)), ("add", _person(db, 10)), ("add", _person(db, 9)), ("add", _person(db, 11)),
+            ("modify", _person(db, 8)), ("modify", _person(db, 10)),
+        ]
+        first = document.find("input")[0]
+        assert [a.get("attr-name") for a in first.iter("add-attr")] == ["pname"]
+        modify = document.find("input")[4]
+        assert [(a.get("attr-name"), [v.text for v in a.iter("value")]) for a in modify.iter("modify-attr")] == [
+            ("manager", [_person(db, 9)])
+        ]
+    finally:
+        db.drop()
+
+
+def test_triggerless_on_spark_splits_a_cycle_as_in_the_driver(spark, tmp_path):
+    db = _chain_db("sqlite", tmp_path)
+    try:
+        _run(db, CYCLES)
+        driver = _triggerless(db, tmp_path, "driver", dry_run=True)
+        on_spark = _triggerless(db, tmp_path, "spark", small_cycle_rows=0)
+        assert canonical(on_spark) == canonical(driver)
+        assert len(_commands(on_spark)) == 6
+    finally:
+        db.drop()

@@ -10,14 +10,25 @@ def chain_depths(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np
     """Each of ``len(rank)`` objects' depth in the chains of references, where object
     ``source[i]`` names object ``target[i]``: 0 for one that names none, else one more than
     the deepest it names. Where the references make a cycle, its object of the lowest
-    ``rank`` is taken as if it named none of those not placed yet. Only the objects of the
-    references are held in Python."""
+    ``rank`` is taken as if it named none of those not placed yet (chain_breaks)."""
+    return _chains(source, target, rank)[0]
+
+
+def chain_breaks(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The references (indices into ``source`` and ``target``) that chain_depths takes as
+    not made where it breaks a cycle: each names an object placed after the one holding it."""
+    return _chains(source, target, rank)[1]
+
+
+def _chains(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chain_depths, chain_breaks). Only the objects of the references are held in Python."""
     count = len(rank)
     depth = np.zeros(count, np.int64)
-    kept = source != target
-    source, target = source[kept], target[kept]
+    edges = np.flatnonzero(source != target)
+    source, target = source[edges], target[edges]
+    broken: list[int] = []
     if not len(source):
-        return depth
+        return depth, np.array(broken, np.int64)
     # Each object waits for the objects it names; each one, once placed, frees those that
     # name it (by target, their sources).
     waiting = np.bincount(source, minlength=count)
@@ -31,8 +42,10 @@ def chain_depths(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np
     ready = named[waiting[named] == 0].tolist()
     left = set(np.unique(source).tolist())
     while ready or left:
-        if not ready:  # a cycle: its lowest-ranked object goes first
+        if not ready:  # a cycle: its lowest-ranked object goes first, without what it waits for
             first = _in_cycle(min(left, key=lambda n: rank[n]), names, source_starts, waiting, rank)
+            mine = np.arange(source_starts[first], source_starts[first + 1])
+            broken += edges[by_source[mine[waiting[names[mine]] > 0]]].tolist()
             waiting[first] = 0
             ready.append(first)
         node = ready.pop()
@@ -44,7 +57,7 @@ def chain_depths(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> np
             waiting[namer] -= 1
             if waiting[namer] == 0:
                 ready.append(namer)
-    return depth
+    return depth, np.array(sorted(broken), np.int64)
 
 
 def _in_cycle(start: int, names: np.ndarray, starts: np.ndarray, waiting: np.ndarray, rank: np.ndarray) -> int:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
-from publisher.model.chains import chain_depths
+from publisher.model.chains import chain_breaks, chain_depths
 from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
 from publisher.model.statuses import reason_text
 from publisher.reduce.query_back_state import SEPARATOR
@@ -336,22 +336,31 @@ def event_ids(table: Table, changes: pa.Table, first_ids: tuple[int, int], schem
     it names. ``changes`` needs only its key columns (ORDER) and change, and with
     ``self_references`` its key and those attributes."""
     ids = np.empty(changes.num_rows, np.int64)
-    rank = np.empty(changes.num_rows, np.int64)
-    rank[key_order(table, changes).to_numpy()] = np.arange(changes.num_rows)
-    kind = changes["change"]
-    deleted = pc.equal(kind, Change.DELETED.value).to_numpy(zero_copy_only=False)
-    new = pc.is_in(kind, pa.array([Change.ADDED.value, Change.CURRENT.value])).to_numpy(zero_copy_only=False)
+    rank = _key_rank(table, changes)
+    deleted, new = _kinds(changes)
     for rows, targets, first, later in ((np.flatnonzero(~deleted), new, first_ids[0], 1),
                                         (np.flatnonzero(deleted), deleted, first_ids[1], -1)):
         depth = np.zeros(len(rows), np.int64)
         if self_references and len(rows):
-            part = changes.take(rows)
-            owners = association_texts(part[KEY], table.name, schema)
-            named = [part[ATTRIBUTE + name] for name in self_references]
-            depth = reference_depths(owners, named, targets[rows], rank[rows])
+            edges = _reference_edges(table, changes.take(rows), schema, self_references, targets[rows])
+            depth = chain_depths(edges[0], edges[1], rank[rows])
         order = rows[np.lexsort((rank[rows], later * depth))]
         ids[order] = first + np.arange(len(rows))
     return ids
+
+
+def _key_rank(table: Table, changes: pa.Table) -> np.ndarray:
+    rank = np.empty(changes.num_rows, np.int64)
+    rank[key_order(table, changes).to_numpy()] = np.arange(changes.num_rows)
+    return rank
+
+
+def _kinds(changes: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Which changes are deletes, and which new objects (added, or current at startup)."""
+    kind = changes["change"]
+    deleted = pc.equal(kind, Change.DELETED.value).to_numpy(zero_copy_only=False)
+    new = pc.is_in(kind, pa.array([Change.ADDED.value, Change.CURRENT.value])).to_numpy(zero_copy_only=False)
+    return deleted, new
 
 
 def association_texts(keys: pa.ChunkedArray | pa.Array, class_name: str, schema: str) -> pa.Array:
@@ -359,25 +368,80 @@ def association_texts(keys: pa.ChunkedArray | pa.Array, class_name: str, schema:
     return pc.binary_join_element_wise(keys, f"table={class_name},schema={schema}", ",")
 
 
-def reference_depths(owners: pa.Array, named: Sequence[pa.ChunkedArray], targets: np.ndarray,
-                     rank: np.ndarray) -> np.ndarray:
-    """Each of ``owners``' (associations) depth in the chains of references among them
-    (model/chains.chain_depths), counting only references to ``targets`` (a mask of
-    owners). ``named``: each reference attribute's values, a row an owner (a multi-valued
-    attribute's, lists)."""
-    sources, names = [], []
-    for values in named:
-        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+def _reference_edges(table: Table, changes: pa.Table, schema: str, self_references: Sequence[str],
+                     targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
+    """The references among ``changes`` to objects of ``targets`` (a mask of its rows), as
+    model/chains takes them: (the row holding each, the row it names, the number of its
+    attribute in ``self_references``, its text). A row's key held twice names its first."""
+    owners = association_texts(changes[KEY], table.name, schema)
+    sources, names, numbers, texts = [], [], [], []
+    for number, name in enumerate(self_references):
+        values = changes[ATTRIBUTE + name].combine_chunks()
         if pa.types.is_list(values.type):
             sources.append(pc.list_parent_indices(values).to_numpy())
             values = pc.list_flatten(values)
         else:
-            sources.append(np.arange(len(owners)))
+            sources.append(np.arange(changes.num_rows))
         names.append(pc.fill_null(pc.index_in(values, value_set=owners), -1).to_numpy(zero_copy_only=False))
+        numbers.append(np.full(len(values), number))
+        texts.append(values)
     source, target = np.concatenate(sources), np.concatenate(names)
     kept = target >= 0
     kept[kept] = targets[target[kept]]
-    return chain_depths(source[kept], target[kept], rank)
+    return source[kept], target[kept], np.concatenate(numbers)[kept], pa.concat_arrays(texts).filter(kept)
+
+
+def cycle_breaks(table: Table, changes: pa.Table, schema: str,
+                 self_references: Sequence[str]) -> tuple[np.ndarray, dict[str, list]]:
+    """Where new objects' references to their own class make a cycle (docs/triggerless.md,
+    Commands): the rows of ``changes`` (its key columns, change, key and
+    ``self_references`` suffice) whose command goes without the references
+    model/chains.chain_breaks takes as not made, and each such attribute's values without
+    them, a list a row (split_changes)."""
+    rows = np.flatnonzero(~_kinds(changes)[0])
+    if not self_references or not len(rows):
+        return np.empty(0, np.int64), {}
+    part = changes.take(rows)
+    source, target, number, text = _reference_edges(table, part, schema, self_references, _kinds(part)[1])
+    broken = chain_breaks(source, target, _key_rank(table, changes)[rows])
+    if not len(broken):
+        return np.empty(0, np.int64), {}
+    withheld: dict[tuple[int, int], set[str]] = {}
+    for row, attribute, value in zip(source[broken].tolist(), number[broken].tolist(),
+                                     text.take(pa.array(broken)).to_pylist()):
+        withheld.setdefault((row, attribute), set()).add(value)
+    affected = sorted({row for row, _ in withheld})
+    kept = {}
+    for number, name in enumerate(self_references):
+        values = part[ATTRIBUTE + name].take(pa.array(affected)).to_pylist()
+        gone = [withheld.get((row, number), set()) for row in affected]
+        if pa.types.is_list(part.schema.field(ATTRIBUTE + name).type):
+            kept[name] = [[v for v in value or () if v not in out] for value, out in zip(values, gone)]
+        else:
+            kept[name] = [None if value in out else value for value, out in zip(values, gone)]
+    return rows[affected], kept
+
+
+def split_changes(table: Table, rows: pa.Table, kept: dict[str, list]) -> tuple[pa.Table, pa.Table]:
+    """The rows cycle_breaks names, whole: (each as its command goes, its attributes ``kept``;
+    a modify of each giving the references withheld, to come after the objects they name)."""
+    replaced = rows
+    for name, values in kept.items():
+        index = rows.schema.get_field_index(ATTRIBUTE + name)
+        replaced = replaced.set_column(index, rows.field(index), pa.array(values, rows.field(index).type))
+    names = state_schema(table).names
+    return replaced, _with_change(rows.select(names), Change.CHANGED, replaced.select(names))
+
+
+def with_cycles_split(table: Table, changes: pa.Table, schema: str, self_references: Sequence[str]) -> pa.Table:
+    """``changes`` with the commands of cycle_breaks split (split_changes), the modifies last."""
+    rows, kept = cycle_breaks(table, changes, schema, self_references)
+    if not len(rows):
+        return changes
+    replaced, modifies = split_changes(table, changes.take(rows), kept)
+    others = np.ones(changes.num_rows, bool)
+    others[rows] = False
+    return pa.concat_tables([changes.filter(pa.array(others)), replaced, modifies])
 
 
 def commands(
