@@ -404,6 +404,15 @@ CYCLES = [
 ]
 
 
+CYCLES_DELETED = [
+    "UPDATE {a_person} SET manager = NULL WHERE id = 8",
+    "DELETE FROM {a_person} WHERE id = 9",
+    "DELETE FROM {a_person} WHERE id = 8",
+    "DELETE FROM {a_person_helps} WHERE id IN (10, 11)",
+    "DELETE FROM {a_person} WHERE id IN (10, 11)",
+]
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_triggerless_splits_the_add_that_breaks_a_cycle_of_new_objects(kind, tmp_path):
     db = _chain_db(kind, tmp_path)
@@ -421,6 +430,19 @@ def test_triggerless_splits_the_add_that_breaks_a_cycle_of_new_objects(kind, tmp
         assert [(a.get("attr-name"), [v.text for v in a.iter("value")]) for a in modify.iter("modify-attr")] == [
             ("manager", [_person(db, 9)])
         ]
+        # Deleted, the cycles break alike: a modify takes the reference away before the
+        # object it names is deleted.
+        _run(db, CYCLES_DELETED)
+        deleted = _triggerless(db, tmp_path, "deleted")
+        assert [(tag, where) for tag, where, _ in _commands(deleted)] == [
+            ("modify", _person(db, 8)), ("modify", _person(db, 10)),
+            *(("delete", _person(db, k)) for k in (9, 11, 8, 10)),
+        ]
+        taken = deleted.find("input")[0]
+        assert [(a.get("attr-name"), [v.text for v in a.iter("value")]) for a in taken.iter("modify-attr")] == [
+            ("manager", [_person(db, 9)])
+        ]
+        assert taken.find(".//remove-value") is not None
     finally:
         db.drop()
 
@@ -431,6 +453,11 @@ def test_triggerless_on_spark_splits_a_cycle_as_in_the_driver(spark, tmp_path):
         _run(db, CYCLES)
         driver = _triggerless(db, tmp_path, "driver", dry_run=True)
         on_spark = _triggerless(db, tmp_path, "spark", small_cycle_rows=0)
+        assert canonical(on_spark) == canonical(driver)
+        assert len(_commands(on_spark)) == 6
+        _run(db, CYCLES_DELETED)
+        driver = _triggerless(db, tmp_path, "driver-deleted", dry_run=True)
+        on_spark = _triggerless(db, tmp_path, "spark-deleted", small_cycle_rows=0)
         assert canonical(on_spark) == canonical(driver)
         assert len(_commands(on_spark)) == 6
     finally:

@@ -393,44 +393,55 @@ def _reference_edges(table: Table, changes: pa.Table, schema: str, self_referenc
 
 def cycle_breaks(table: Table, changes: pa.Table, schema: str,
                  self_references: Sequence[str]) -> tuple[np.ndarray, dict[str, list]]:
-    """Where new objects' references to their own class make a cycle (docs/triggerless.md,
-    Commands): the rows of ``changes`` (its key columns, change, key and
-    ``self_references`` suffice) whose command goes without the references
-    model/chains.chain_breaks takes as not made, and each such attribute's values without
-    them, a list a row (split_changes)."""
-    rows = np.flatnonzero(~_kinds(changes)[0])
-    if not self_references or not len(rows):
+    """Where a class's new objects, or its deleted ones, name each other in a cycle
+    (docs/triggerless.md, Commands): the rows of ``changes`` (its key columns, change, key
+    and ``self_references`` suffice) holding the references model/chains.chain_breaks
+    takes as not made, and each such attribute's values without them, a list a row
+    (split_changes)."""
+    if not self_references:
         return np.empty(0, np.int64), {}
-    part = changes.take(rows)
-    source, target, number, text = _reference_edges(table, part, schema, self_references, _kinds(part)[1])
-    broken = chain_breaks(source, target, _key_rank(table, changes)[rows])
-    if not len(broken):
-        return np.empty(0, np.int64), {}
-    withheld: dict[tuple[int, int], set[str]] = {}
-    for row, attribute, value in zip(source[broken].tolist(), number[broken].tolist(),
-                                     text.take(pa.array(broken)).to_pylist()):
-        withheld.setdefault((row, attribute), set()).add(value)
-    affected = sorted({row for row, _ in withheld})
-    kept = {}
-    for number, name in enumerate(self_references):
-        values = part[ATTRIBUTE + name].take(pa.array(affected)).to_pylist()
-        gone = [withheld.get((row, number), set()) for row in affected]
-        if pa.types.is_list(part.schema.field(ATTRIBUTE + name).type):
-            kept[name] = [[v for v in value or () if v not in out] for value, out in zip(values, gone)]
-        else:
-            kept[name] = [None if value in out else value for value, out in zip(values, gone)]
-    return rows[affected], kept
+    deleted, new = _kinds(changes)
+    rank = _key_rank(table, changes)
+    found, kept = [], {name: [] for name in self_references}
+    for rows, targets in ((np.flatnonzero(~deleted), new), (np.flatnonzero(deleted), deleted)):
+        if not len(rows):
+            continue
+        part = changes.take(rows)
+        source, target, number, text = _reference_edges(table, part, schema, self_references, targets[rows])
+        broken = chain_breaks(source, target, rank[rows])
+        if not len(broken):
+            continue
+        withheld: dict[tuple[int, int], set[str]] = {}
+        for row, attribute, value in zip(source[broken].tolist(), number[broken].tolist(),
+                                         text.take(pa.array(broken)).to_pylist()):
+            withheld.setdefault((row, attribute), set()).add(value)
+        affected = sorted({row for row, _ in withheld})
+        found.append(rows[affected])
+        for number, name in enumerate(self_references):
+            values = part[ATTRIBUTE + name].take(pa.array(affected)).to_pylist()
+            gone = [withheld.get((row, number), set()) for row in affected]
+            if pa.types.is_list(part.schema.field(ATTRIBUTE + name).type):
+                kept[name] += [[v for v in value or () if v not in out] for value, out in zip(values, gone)]
+            else:
+                kept[name] += [None if value in out else value for value, out in zip(values, gone)]
+    return (np.concatenate(found), kept) if found else (np.empty(0, np.int64), {})
 
 
 def split_changes(table: Table, rows: pa.Table, kept: dict[str, list]) -> tuple[pa.Table, pa.Table]:
-    """The rows cycle_breaks names, whole: (each as its command goes, its attributes ``kept``;
-    a modify of each giving the references withheld, to come after the objects they name)."""
-    replaced = rows
+    """The rows cycle_breaks names, whole, as (the rows to put in their place, the modifies
+    to add). A new object's command goes with its attributes ``kept``, and a modify gives
+    the rest after the objects they name; a deleted object's delete stays, and a modify
+    among the adds and modifies, before every delete, takes the rest away."""
+    trimmed = rows
     for name, values in kept.items():
         index = rows.schema.get_field_index(ATTRIBUTE + name)
-        replaced = replaced.set_column(index, rows.field(index), pa.array(values, rows.field(index).type))
+        trimmed = trimmed.set_column(index, rows.field(index), pa.array(values, rows.field(index).type))
+    deleted = pc.equal(rows["change"], Change.DELETED.value)
+    staying = pc.invert(deleted)
     names = state_schema(table).names
-    return replaced, _with_change(rows.select(names), Change.CHANGED, replaced.select(names))
+    gives = _with_change(rows.select(names), Change.CHANGED, trimmed.select(names)).filter(staying)
+    takes = _with_change(trimmed.select(names), Change.CHANGED, rows.select(names)).filter(deleted)
+    return pa.concat_tables([trimmed.filter(staying), rows.filter(deleted)]), pa.concat_tables([gives, takes])
 
 
 def with_cycles_split(table: Table, changes: pa.Table, schema: str, self_references: Sequence[str]) -> pa.Table:
