@@ -342,11 +342,17 @@ def event_ids(table: Table, changes: pa.Table, first_ids: tuple[int, int], schem
                                         (np.flatnonzero(deleted), deleted, first_ids[1], -1)):
         depth = np.zeros(len(rows), np.int64)
         if self_references and len(rows):
-            edges = _reference_edges(table, changes.take(rows), schema, self_references, targets[rows])
+            edges = _reference_edges(table, _named(changes, self_references).take(rows), schema, self_references,
+                                     targets[rows])
             depth = chain_depths(edges[0], edges[1], rank[rows])
         order = rows[np.lexsort((rank[rows], later * depth))]
         ids[order] = first + np.arange(len(rows))
     return ids
+
+
+def _named(changes: pa.Table, self_references: Sequence[str]) -> pa.Table:
+    """The columns of ``changes`` that its references to its own class need: no row copied whole."""
+    return changes.select([KEY, *(ATTRIBUTE + name for name in self_references)])
 
 
 def _key_rank(table: Table, changes: pa.Table) -> np.ndarray:
@@ -406,13 +412,13 @@ def cycle_breaks(table: Table, changes: pa.Table, schema: str,
     for rows, targets in ((np.flatnonzero(~deleted), new), (np.flatnonzero(deleted), deleted)):
         if not len(rows):
             continue
-        part = changes.take(rows)
-        source, target, number, text = _reference_edges(table, part, schema, self_references, targets[rows])
+        part = _named(changes, self_references).take(rows)
+        source, target, attribute_of, text = _reference_edges(table, part, schema, self_references, targets[rows])
         broken = chain_breaks(source, target, rank[rows])
         if not len(broken):
             continue
         withheld: dict[tuple[int, int], set[str]] = {}
-        for row, attribute, value in zip(source[broken].tolist(), number[broken].tolist(),
+        for row, attribute, value in zip(source[broken].tolist(), attribute_of[broken].tolist(),
                                          text.take(pa.array(broken)).to_pylist()):
             withheld.setdefault((row, attribute), set()).add(value)
         affected = sorted({row for row, _ in withheld})
