@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
@@ -25,6 +26,9 @@ from lxml import etree
 from publisher.cli import cli
 from publisher.delivery.sinks import open_sink
 from publisher.delivery.state import CURRENT, StateError, folder_name
+from publisher.model import value_text
+from publisher.model.catalogue import Catalogue, Column, Table
+from publisher.reduce.objects import KEY, ORDER, key_order, parent_objects
 from publisher.render.xds import JDBC_NAMESPACE
 from publisher.settings import Settings
 from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher, database_identity
@@ -391,3 +395,18 @@ def test_the_service_publishes_each_interval_and_stops_on_sigterm(tmp_path):
     assert [kind for kind, _ in _classes(out)] == ["add", "modify"]
     assert "state not used" in poll.log() and "info stopped" in poll.log()
     db.drop()
+
+
+def test_binary_keys_are_kept_in_the_order_of_their_bytes_as_text():
+    """A binary key's objects (bytes that are seldom UTF-8) read as text, and come in the
+    order of their bytes (docs/triggerless.md)."""
+    key = Column("k", 1, value_text.OCTET, False)
+    table = Table("bk", (key, Column("v", 2, value_text.STRING, False)), ("k",), key_is_primary=True)
+    batch = pa.RecordBatch.from_pydict(
+        {"k": pa.array([b"\xff\x80", b"\x00\x01", b"", b"\x7f"], pa.binary()), "v": ["a", "b", "c", "d"]}
+    )
+    objects = pa.Table.from_batches([parent_objects(Catalogue("s", {"bk": table}), table)(batch)])
+    rows = objects.to_pylist()
+    assert [r[ORDER + "k"] for r in rows] == ["ff80", "0001", "", "7f"]
+    in_order = [rows[i][KEY] for i in key_order(table, objects).to_pylist()]
+    assert in_order == ['k=""', 'k="AAE="', 'k="fw=="', 'k="/4A="']

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from publisher.errors import ConfigError
-from publisher.model.value_text import STRING
+from publisher.model.value_text import OCTET, STRING
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
 
@@ -38,6 +38,9 @@ class Column:
     # A reference (docs/classes.md, References): the class its values name by key; its
     # xds_type is dn.
     reference: str | None = None
+    # A reference whose column is binary: it holds the bytes of a binary key, so its
+    # values are read and logged as a binary column's (is_binary).
+    binary_reference: bool = False
     time_form: str | None = None  # a date, time or timestamp column: value_text.time_form
     # A view in the driver's form (docs/classes.md, Views in the driver's form): the view
     # column the attribute is read from, when it is named otherwise (sv_fname as fname).
@@ -58,6 +61,14 @@ class Column:
     def read_name(self) -> str:
         """The database's name of the column this attribute is read from."""
         return self.source or self.name
+
+    @property
+    def is_binary(self) -> bool:
+        """Whether the database holds the column's values as bytes: a binary column, or a
+        reference to a binary key. The event log holds them in Base64 and query-back reads
+        them as bytes, so that a reference's text is the Base64 key text of the object it
+        names (docs/rendering.md, Key text)."""
+        return self.xds_type == OCTET or self.binary_reference
 
     @property
     def published_type(self) -> str:

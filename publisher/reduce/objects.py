@@ -30,6 +30,7 @@ ORDER = "k:"  # a key column's value as read, named after it: the objects' order
 ATTRIBUTE = "a:"  # an attribute's XDS text (single-valued) or its values (multi-valued)
 VALUES = pa.list_(pa.string())
 _SLICE_ROWS = 10_000  # changed objects made into commands at once
+_HEX = np.array([list(f"{octet:02x}".encode()) for octet in range(256)], np.uint8)  # by octet, its two digits
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,17 @@ def current_schema(table: Table) -> pa.Schema:
     return state_schema(table).append(pa.field(ERROR, pa.string()))
 
 
-def _text(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Key values as read, as text (a binary key's bytes as Base64 would be costly: as read)."""
-    if pa.types.is_binary(array.type):
-        return pc.cast(pc.cast(array, pa.large_binary()), pa.large_string(), safe=False).cast(pa.string())
-    return array
+def _text(array: pa.Array) -> pa.Array:
+    """Key values as read, as text that sorts as they do: a binary key's bytes as hex digits
+    (they are seldom UTF-8, and a string column must be; lowercase hex sorts as the bytes)."""
+    if not pa.types.is_binary(array.type):
+        return array
+    offsets = np.frombuffer(array.buffers()[1], np.int32)[array.offset : array.offset + len(array) + 1]
+    data = array.buffers()[2]
+    octets = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]] if data else np.empty(0, np.uint8)
+    buffers = [None, pa.py_buffer((offsets - offsets[0]) * 2), pa.py_buffer(_HEX[octets].ravel())]
+    digits = pa.Array.from_buffers(pa.string(), len(array), buffers)
+    return pc.if_else(array.is_valid(), digits, pa.scalar(None, pa.string()))
 
 
 CHILD_VALUES = pa.schema([(KEY, pa.string()), ("attribute", pa.string()), ("text", pa.string()), (ERROR, pa.string())])

@@ -45,7 +45,7 @@ class CellColumn:
         # Binary values, references and hashed values are never their own text; other
         # values are when they match as_is (None: any) and hold no forbidden character.
         self.own_text = (
-            column.xds_type != value_text.OCTET and column.reference is None and column.hash_key is None
+            not column.is_binary and column.reference is None and column.hash_key is None
         )
         self.as_is = (
             as_is_pattern(column.xds_type, column.is_char, column.time_form) if self.own_text else None

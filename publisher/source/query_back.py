@@ -1,10 +1,11 @@
 """Query-back reads (docs/rendering.md, Query-back rendering): the current rows of a
 published table.
 
-Every column is selected as the database's own text (binary columns as bytes), so that one
-rule (model/value_text.py) turns them into XDS text whatever reads them: the Python workers
-(COPY, or Spark's JDBC source), the driver, or the row publisher of bench/ with SQLAlchemy. Key values are bound as values,
-never spliced into the SQL; names come from the reflected catalogue only."""
+Every column is selected as the database's own text (binary columns, references to a
+binary key too, as bytes: Column.is_binary), so that one rule (model/value_text.py) turns
+them into XDS text whatever reads them: the Python workers (COPY, or Spark's JDBC source),
+the driver, or the row publisher of bench/ with SQLAlchemy. Key values are bound as
+values, never spliced into the SQL; names come from the reflected catalogue only."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def current_select(
         return sa.cast(dialect.bit_number(value) if is_bit(column.sql_type) else value, sa.Text)
 
     selected = [
-        source.c[c.read_name].label(c.name) if c.xds_type == value_text.OCTET or c.name == raw
+        source.c[c.read_name].label(c.name) if c.is_binary or c.name == raw
         else text(c).label(c.name)
         for c in table.columns
     ]
@@ -91,11 +92,12 @@ class _KeyMatch:
 
     def __init__(self, dialect: Dialect, column: Column, source: sa.ColumnElement) -> None:
         self.dialect, self.xds_type, self.sql_type = dialect, column.xds_type, column.sql_type
+        self.binary = column.is_binary
         # A type SQLAlchemy does not know (SQLite's column without a declared type, a
         # type of an extension): its values may be of any kind, compared as their text.
         self.by_text = isinstance(self.sql_type, sa.types.NullType) and self.xds_type == value_text.STRING
         self.column = sa.cast(source, sa.Text) if self.by_text else source
-        if self.xds_type == value_text.OCTET:
+        if self.binary:
             self.column = dialect.binary_key_column(source)
 
     def names_a_value(self, text: str) -> bool:
@@ -104,7 +106,7 @@ class _KeyMatch:
         it)."""
         if self.xds_type == value_text.INT:
             return int(text) < 2**63 or bool(getattr(self.sql_type, "unsigned", False))
-        if self.xds_type != value_text.OCTET:
+        if not self.binary:
             return True
         try:
             base64.b64decode(text, validate=True)
@@ -118,7 +120,7 @@ class _KeyMatch:
             return int(text)
         if self.xds_type == value_text.STATE:
             return sa.literal(text == "true", sa.Boolean())
-        if self.xds_type == value_text.OCTET:
+        if self.binary:
             return self.dialect.binary_key(text)
         if self.dialect.utc_key and self.dialect.zoned(self.sql_type):
             return self.dialect.utc_key(text)
@@ -146,7 +148,7 @@ def current_read(
     if split is None or not dialect.copy_reads:
         return jdbc_query(engine, dialect, query, _arrow_schema(table), split)
     _, low, high, rows = split
-    octets = tuple(c.name for c in table.columns if c.xds_type == value_text.OCTET)
+    octets = tuple(c.name for c in table.columns if c.is_binary)
     ranges = even_ranges(low, high, parts(rows))
     return copy_ranges(engine, query, _arrow_schema(table), column, ranges, octets)
 
@@ -171,7 +173,7 @@ def _split(
 
 def _arrow_schema(table: Table) -> pa.Schema:
     return pa.schema(
-        [(c.name, pa.binary() if c.xds_type == value_text.OCTET else pa.string()) for c in table.columns]
+        [(c.name, pa.binary() if c.is_binary else pa.string()) for c in table.columns]
     )
 
 

@@ -201,7 +201,7 @@ def _driver_form(
         if form.referenced_key is not None:
             column = replace(
                 column, xds_type=value_text.DN, is_char=False, time_form=None,
-                reference=form.referenced_key, reference_by_key=True,
+                reference=form.referenced_key, reference_by_key=True, binary_reference=column.is_binary,
             )
         if form.multi_valued:
             multi.append(MultiValued(view, keys, column, own=True))
@@ -269,5 +269,5 @@ class _Shapes:
         names_row = ForeignKey(name, pairs) if target is not None else None  # another schema's: E
         return Column(
             reflected["name"], ordinal, value_text.DN, False, reference=name, sql_type=sql_type,
-            names_row=names_row,
+            names_row=names_row, binary_reference=own.is_binary,
         )

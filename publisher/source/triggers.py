@@ -480,11 +480,13 @@ class _Writer:
         return f"{side}.{self.quote(name)}"
 
     def _value(self, column: Column, side: str) -> str:
-        """A column's value as the event log holds it: binary in Base64, the rest as text
-        (a reference: the referenced key's value, as the row it names holds it where the
-        key's text collates, _named)."""
+        """A column's value as the event log holds it: binary in Base64 (a reference to a
+        binary key too: its key text), the rest as text (a reference: the referenced key's
+        value, as the row it names holds it where the key's text collates, _named). Never
+        the database's text of bytes: MariaDB refuses to cast bytes that are not UTF-8,
+        which would fail the application's own statement."""
         value = self._col(side, column.name)
-        if column.xds_type == value_text.OCTET:
+        if column.is_binary:
             return self.sql.base64.format(value)
         named = column.names_row
         if named is None or not self.collated(column.sql_type):
@@ -617,7 +619,7 @@ def table_key_sql(
             continue
         text = (
             sql.base64.format(expression)
-            if column.xds_type == value_text.OCTET
+            if column.is_binary
             else text_of(column, expression)
         )
         parts.append(sql.quoted(sql.rtrim.format(text) if column.is_char else text))
