@@ -462,3 +462,20 @@ def test_triggerless_on_spark_splits_a_cycle_as_in_the_driver(spark, tmp_path):
         assert len(_commands(on_spark)) == 6
     finally:
         db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_an_interrupted_resync_resumes_in_reference_order(kind, tmp_path, monkeypatch):
+    import sqlalchemy as sa
+
+    from tests.test_key_types import resync_broken_then_resumed
+
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CHAIN)
+        resync_broken_then_resumed(monkeypatch, db.settings.db_url, db.schema, "a_person")
+        with db.engine.connect() as conn:
+            logged = conn.execute(sa.text(f"SELECT table_key FROM {db.table('indirect_process')} ORDER BY record_id"))
+            assert [r[0] for r in logged] == [f"id={k}" for k in (2, 5, 3, 4, 1)]
+    finally:
+        db.drop()
