@@ -40,16 +40,23 @@ def _chains(source: np.ndarray, target: np.ndarray, rank: np.ndarray) -> tuple[n
     names = target[by_source]
     named = np.unique(target)
     ready = named[waiting[named] == 0].tolist()
-    left = set(np.unique(source).tolist())
-    while ready or left:
+    # The objects that wait, by rank: once every ready one is placed, the first still
+    # waiting is the lowest-ranked left, and a placed one never waits again.
+    namers_by_rank = np.unique(source)
+    namers_by_rank = namers_by_rank[np.argsort(rank[namers_by_rank], kind="stable")]
+    next_namer = 0
+    while True:
         if not ready:  # a cycle: its lowest-ranked object goes first, without what it waits for
-            first = _in_cycle(min(left, key=lambda n: rank[n]), names, source_starts, waiting, rank)
+            while next_namer < len(namers_by_rank) and waiting[namers_by_rank[next_namer]] <= 0:
+                next_namer += 1
+            if next_namer == len(namers_by_rank):
+                break
+            first = _in_cycle(int(namers_by_rank[next_namer]), names, source_starts, waiting, rank)
             mine = np.arange(source_starts[first], source_starts[first + 1])
             broken += edges[by_source[mine[waiting[names[mine]] > 0]]].tolist()
             waiting[first] = 0
             ready.append(first)
         node = ready.pop()
-        left.discard(node)
         for namer in namers[starts[node]:starts[node + 1]].tolist():
             if waiting[namer] <= 0:
                 continue  # placed already: a cycle was broken at it
