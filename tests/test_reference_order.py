@@ -361,11 +361,11 @@ def test_the_reference_order_of_classes():
         references = (Column(f"r{i}", i + 1, "dn", False, reference=n) for i, n in enumerate(named))
         return Table(name, (Column("id", 0, "int", False), *references), ("id",), True)
 
-    classes = [of("a", "z", "gone"), of("b", "a"), of("z"), of("m", "n"), of("n", "m"), of("s", "s")]
+    classes = [of("a", "z", "gone"), of("b", "a"), of("z"), of("m", "n"), of("n", "m"), of("s", "s"), of("c", "m")]
     catalogue = Catalogue("s", {t.name: t for t in classes}, left_out={"gone": of("gone")})
-    # Each class after those it names (a left-out one waits for nothing), ties and a cycle
-    # (m, n) by name.
-    assert [t.name for t in catalogue.reference_order()] == ["s", "z", "a", "b", "m", "n"]
+    # Each class after those it names (a left-out one waits for nothing), by depth then
+    # name; the cycle (m, n) breaks at m, not at c, which names m from outside it.
+    assert [t.name for t in catalogue.reference_order()] == ["m", "s", "z", "a", "c", "n", "b"]
     assert catalogue.self_references(catalogue.tables["s"]) == ["r0"]
     assert catalogue.self_references(catalogue.tables["a"]) == []
 

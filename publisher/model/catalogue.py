@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+import numpy as np
+
 from publisher.errors import ConfigError
+from publisher.model.chains import chain_order
 from publisher.model.value_text import OCTET, STRING
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
@@ -237,19 +240,14 @@ class Catalogue:
 
     def reference_order(self) -> list[Table]:
         """The keyed classes, each after the classes its references name (docs/reduction.md,
-        References and order); ties by name, and classes whose references make a cycle keep
-        name order among them."""
-        classes = self.keyed_classes()
-        ordered = {t.name for t in classes}  # a class left out is no class to wait for
-        named = {t.name: (self._named_classes(t) & ordered) - {t.name} for t in classes}
-        placed: list[Table] = []
-        waiting = list(classes)  # in name order
-        while waiting:
-            done = {t.name for t in placed}
-            ready = next((t for t in waiting if named[t.name] <= done), waiting[0])
-            placed.append(ready)
-            waiting.remove(ready)
-        return placed
+        Triggerless and resync): by depth in the chains of references between classes,
+        then by name; a cycle of classes breaks at the first of them by name."""
+        classes = self.keyed_classes()  # in name order: their rank
+        number = {t.name: n for n, t in enumerate(classes)}
+        pairs = [(number[t.name], number[name]) for t in classes for name in sorted(self._named_classes(t))
+                 if name in number]  # a class left out is no class to wait for
+        source, target = (np.array([pair[i] for pair in pairs], np.int64) for i in (0, 1))
+        return [classes[n] for n in chain_order(source, target, np.arange(len(classes))).tolist()]
 
     def self_references(self, table: Table) -> list[str]:
         """The class's attributes (a column's name, or a multi-valued attribute's) whose
