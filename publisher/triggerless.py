@@ -4,8 +4,8 @@ differences, and only once its documents are durable replaces the state.
 
 A class of at most ``--small-cycle-rows`` rows is compared and rendered in the driver; a
 bigger one on Spark (plans/triggerless_plan.py). Both run reduce/objects.py and
-render/changes.py; their commands are numbered in class order, then key order, and merged
-as sorted runs (delivery/ordered.py)."""
+render/changes.py; their commands are numbered in reference order (docs/triggerless.md,
+Commands), and merged as sorted runs (delivery/ordered.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
 from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
 from publisher.progress import CycleProgress, Silent
-from publisher.reduce.objects import change_counts, compare, current_objects
+from publisher.reduce.objects import change_counts, compare, current_objects, with_cycles_split
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
@@ -110,7 +110,7 @@ class TriggerlessPublisher:
             raise ValueError(f"unknown startup {options.startup!r}")
         self.settings, self.options, self.engine, self.dialect = settings, options, engine, dialect
         self.catalogue = published_catalogue(settings, engine, dialect)
-        self.classes = self.catalogue.keyed_classes()
+        self.classes = self.catalogue.reference_order()
         identity = Identity(
             database_identity(engine, dialect),
             settings.schema,
@@ -150,10 +150,11 @@ class TriggerlessPublisher:
             return unread_class(table, previous, generation, refused)
         comparison = compare(table, previous.table(table.name), objects, startup)
         generation.write_table(table.name, comparison.state)
-        changes = comparison.changes
+        self_references = self.catalogue.self_references(table)
+        changes = with_cycles_split(table, comparison.changes, self.catalogue.schema, self_references)
 
-        def runs(first_id: int, local_time: str | None) -> list[RunSource]:
-            return rendered_in_driver(table, self.catalogue.schema, changes, first_id, local_time)
+        def runs(first_ids: tuple[int, int], local_time: str | None) -> list[RunSource]:
+            return rendered_in_driver(table, self.catalogue.schema, changes, first_ids, local_time, self_references)
 
         return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs)
 
@@ -204,10 +205,20 @@ class TriggerlessPublisher:
                 if result.unchanged:
                     report.unchanged_classes.append(table.name)
             phases.begin("rendering", commands=sum(c.total for c in compared))
-            runs, next_id = [], generation.generation * IDS_PER_GENERATION + 1
-            for result in compared:  # class order, then key order
-                runs += result.runs(next_id, local_time)
-                next_id += result.total
+            # Adds and modifies in reference order, then deletes in the reverse order
+            # (docs/triggerless.md, Commands).
+            next_id = generation.generation * IDS_PER_GENERATION + 1
+            kept_first = []
+            for result in compared:
+                kept_first.append(next_id)
+                next_id += result.total - result.deletes
+            deletes_first = [0] * len(compared)
+            for index in reversed(range(len(compared))):
+                deletes_first[index] = next_id
+                next_id += compared[index].deletes
+            runs = []
+            for result, first_ids in zip(compared, zip(kept_first, deletes_first)):
+                runs += result.runs(first_ids, local_time)
             ordered = OrderedCommands(runs)
             phases.begin("writing documents", commands=ordered.total)
             report.commands = ordered.total

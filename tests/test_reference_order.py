@@ -226,6 +226,261 @@ def test_spark_orders_references_as_the_driver_does(spark, tmp_path):
         db.drop()
 
 
+# --- triggerless and resync: classes in reference order, a self-reference's chain ----------
+
+# A class whose name sorts before the class it references (a_person -> z_unit), naming
+# objects of its own class by a single-valued reference (manager) and a multi-valued one
+# (a_person_helps.helps).
+CHAIN_TABLES = ("z_unit", "a_person", "a_person_helps")
+CHAIN_CLASSES = CHAIN_TABLES[:2]
+CHAIN_SCHEMA = [
+    "CREATE TABLE {z_unit} (code VARCHAR(10) PRIMARY KEY, uname VARCHAR(40))",
+    "CREATE TABLE {a_person} (id INTEGER PRIMARY KEY, pname VARCHAR(40), "
+    "unit_code VARCHAR(10) REFERENCES {z_unit} (code), manager INTEGER REFERENCES {a_person} (id))",
+    "CREATE TABLE {a_person_helps} (id INTEGER NOT NULL REFERENCES {a_person} (id) ON DELETE CASCADE, "
+    "helps INTEGER NOT NULL REFERENCES {a_person} (id))",
+]
+# Each person names one with a later key: 1 -> 3 -> 2 (manager), 4 helps 5.
+CHAIN = [
+    "INSERT INTO {z_unit} (code, uname) VALUES ('U1', 'Unit')",
+    "INSERT INTO {a_person} (id, pname) VALUES (2, 'Top')",
+    "INSERT INTO {a_person} (id, pname, manager) VALUES (3, 'Middle', 2)",
+    "INSERT INTO {a_person} (id, pname, manager, unit_code) VALUES (1, 'Low', 3, 'U1')",
+    "INSERT INTO {a_person} (id, pname) VALUES (5, 'Helped')",
+    "INSERT INTO {a_person} (id, pname) VALUES (4, 'Helper')",
+    "INSERT INTO {a_person_helps} (id, helps) VALUES (4, 5)",
+]
+# New objects naming later new ones, an object changed to name one, and the chain deleted
+# with the unit it names.
+CHAIN_CHANGED = [
+    "INSERT INTO {a_person} (id, pname) VALUES (7, 'New top')",
+    "INSERT INTO {a_person} (id, pname, manager) VALUES (6, 'New', 7)",
+    "UPDATE {a_person} SET manager = 6 WHERE id = 4",
+    "DELETE FROM {a_person} WHERE id = 1",
+    "DELETE FROM {a_person} WHERE id = 3",
+    "DELETE FROM {a_person} WHERE id = 2",
+    "DELETE FROM {z_unit} WHERE code = 'U1'",
+]
+
+
+def _chain_db(kind: str, tmp_path: Path) -> SampleDb:
+    db = make_sample_db(kind, tmp_path)
+    db.names = {t: db.table(t) for t in CHAIN_TABLES}
+    _run(db, CHAIN_SCHEMA)
+    return db
+
+
+def _chain_settings(db: SampleDb, **overrides: object):
+    return replace(db.settings, tables=CHAIN_CLASSES, allow_loopback=True, **overrides)
+
+
+def _person(db: SampleDb, key: int) -> str:
+    return _association(db, "a_person", f"id={key}")
+
+
+def _triggerless(db: SampleDb, tmp_path: Path, out: str, **overrides: object) -> etree._Element:
+    """One triggerless cycle (startup all), its documents as one list of commands."""
+    from publisher.triggerless import TriggerlessOptions, export_triggerless
+
+    folder = tmp_path / out
+    report = export_triggerless(_chain_settings(db, **overrides), TriggerlessOptions(tmp_path / "state", "all"),
+                                str(folder))
+    assert report.failed == []
+    document = etree.Element("output")
+    commands = etree.SubElement(document, "input")
+    for path in sorted(folder.glob("*.xml")):
+        commands.extend(etree.parse(str(path)).getroot().find("input"))
+    return document
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
+def test_triggerless_orders_adds_by_reference_and_deletes_in_reverse(kind, tmp_path):
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CHAIN)
+        first = _triggerless(db, tmp_path, "first")
+        assert _unresolved(first, set()) == []
+        unit = _association(db, "z_unit", "code=U1")
+        assert [(tag, where) for tag, where, _ in _commands(first)] == [
+            ("add", unit), *(("add", _person(db, k)) for k in (2, 5, 3, 4, 1))
+        ]
+        _run(db, CHAIN_CHANGED)
+        second = _triggerless(db, tmp_path, "second")
+        known = {unit, *(_person(db, k) for k in range(1, 6))}
+        assert _unresolved(second, known) == []
+        assert [(tag, where) for tag, where, _ in _commands(second)] == [
+            ("add", _person(db, 7)), ("add", _person(db, 6)), ("modify", _person(db, 4)),
+            *(("delete", _person(db, k)) for k in (1, 3, 2)), ("delete", unit),
+        ]
+        assert [event_id for *_, event_id in _commands(second)] == sorted(e for *_, e in _commands(second))
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "mariadb"])
+def test_resync_logs_a_class_after_those_it_names_and_an_object_after_those_it_names(kind, tmp_path):
+    from publisher.progress import SilentRows
+    from publisher.source.resync import resync
+
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CHAIN)
+        script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", CHAIN_TABLES, "field")
+        run_scripts(db.engine, db.dialect, [script.ddl])
+        # A chunk of 2 objects: an interrupted pass would resume in the same order.
+        report = resync(db.engine, db.dialect, _chain_settings(db), 2, False, SilentRows())
+        assert [(c.name, c.logged) for c in report.classes] == [("z_unit", 1), ("a_person", 5)]
+        document, cycle = db.publish(tmp_path / "out.xml", allow_loopback=True, tables=CHAIN_CLASSES)
+        assert cycle.errors == []
+        assert _unresolved(document, set()) == []
+        assert [where for _, where, _ in _commands(document)] == [
+            _association(db, "z_unit", "code=U1"), *(_person(db, k) for k in (2, 5, 3, 4, 1))
+        ]
+    finally:
+        db.drop()
+
+
+def test_triggerless_on_spark_orders_as_in_the_driver(spark, tmp_path):
+    db = _chain_db("sqlite", tmp_path)
+    try:
+        _run(db, CHAIN)
+        _triggerless(db, tmp_path, "first")
+        _run(db, CHAIN_CHANGED)
+        driver = _triggerless(db, tmp_path, "driver", dry_run=True)
+        on_spark = _triggerless(db, tmp_path, "spark", small_cycle_rows=0)
+        assert canonical(on_spark) == canonical(driver)
+        assert len(_commands(on_spark)) == 7
+    finally:
+        db.drop()
+
+
+def test_the_reference_order_of_classes():
+    from publisher.model.catalogue import Catalogue, Column, Table
+
+    def of(name: str, *named: str) -> Table:
+        references = (Column(f"r{i}", i + 1, "dn", False, reference=n) for i, n in enumerate(named))
+        return Table(name, (Column("id", 0, "int", False), *references), ("id",), True)
+
+    classes = [of("a", "z", "gone"), of("b", "a"), of("z"), of("m", "n"), of("n", "m"), of("s", "s"), of("c", "m")]
+    catalogue = Catalogue("s", {t.name: t for t in classes}, left_out={"gone": of("gone")})
+    # Each class after those it names (a left-out one waits for nothing), by depth then
+    # name; the cycle (m, n) breaks at m, not at c, which names m from outside it.
+    assert [t.name for t in catalogue.reference_order()] == ["m", "s", "z", "a", "c", "n", "b"]
+    assert catalogue.self_references(catalogue.tables["s"]) == ["r0"]
+    assert catalogue.self_references(catalogue.tables["a"]) == []
+
+
+def test_chain_depths_break_a_cycle_at_its_lowest_ranked_object():
+    import numpy as np
+
+    from publisher.model.chains import chain_depths, chain_order
+
+    # 0 -> 2 -> 1; 3 -> 4 -> 3 (a cycle); 5 names itself.
+    source, target = np.array([0, 2, 3, 4, 5]), np.array([2, 1, 4, 3, 5])
+    rank = np.arange(6)
+    assert chain_depths(source, target, rank).tolist() == [2, 0, 1, 0, 1, 0]
+    assert chain_order(source, target, rank).tolist() == [1, 3, 5, 2, 4, 0]
+
+
+def test_a_cycle_is_broken_at_its_own_object_not_at_one_waiting_for_it():
+    import numpy as np
+
+    from publisher.model.chains import chain_depths
+
+    # 0 waits for the cycle 1 -> 2 -> 1 without being in it: the cycle breaks at 1.
+    source, target = np.array([0, 1, 2]), np.array([1, 2, 1])
+    assert chain_depths(source, target, np.arange(3)).tolist() == [1, 0, 1]
+
+
+# New objects naming each other: 8 and 9 by manager, 10 and 11 by help.
+CYCLES = [
+    "INSERT INTO {a_person} (id, pname) VALUES (8, 'Eight')",
+    "INSERT INTO {a_person} (id, pname, manager) VALUES (9, 'Nine', 8)",
+    "UPDATE {a_person} SET manager = 9 WHERE id = 8",
+    "INSERT INTO {a_person} (id, pname) VALUES (10, 'Ten')",
+    "INSERT INTO {a_person} (id, pname) VALUES (11, 'Eleven')",
+    "INSERT INTO {a_person_helps} (id, helps) VALUES (10, 11)",
+    "INSERT INTO {a_person_helps} (id, helps) VALUES (11, 10)",
+]
+
+
+CYCLES_DELETED = [
+    "UPDATE {a_person} SET manager = NULL WHERE id = 8",
+    "DELETE FROM {a_person} WHERE id = 9",
+    "DELETE FROM {a_person} WHERE id = 8",
+    "DELETE FROM {a_person_helps} WHERE id IN (10, 11)",
+    "DELETE FROM {a_person} WHERE id IN (10, 11)",
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_triggerless_splits_the_add_that_breaks_a_cycle_of_new_objects(kind, tmp_path):
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CYCLES)
+        document = _triggerless(db, tmp_path, "out")
+        assert _unresolved(document, set()) == []
+        assert [(tag, where) for tag, where, _ in _commands(document)] == [
+            ("add", _person(db, 8)), ("add", _person(db, 10)), ("add", _person(db, 9)), ("add", _person(db, 11)),
+            ("modify", _person(db, 8)), ("modify", _person(db, 10)),
+        ]
+        first = document.find("input")[0]
+        assert [a.get("attr-name") for a in first.iter("add-attr")] == ["pname"]
+        modify = document.find("input")[4]
+        assert [(a.get("attr-name"), [v.text for v in a.iter("value")]) for a in modify.iter("modify-attr")] == [
+            ("manager", [_person(db, 9)])
+        ]
+        # Deleted, the cycles break alike: a modify takes the reference away before the
+        # object it names is deleted.
+        _run(db, CYCLES_DELETED)
+        deleted = _triggerless(db, tmp_path, "deleted")
+        assert [(tag, where) for tag, where, _ in _commands(deleted)] == [
+            ("modify", _person(db, 8)), ("modify", _person(db, 10)),
+            *(("delete", _person(db, k)) for k in (9, 11, 8, 10)),
+        ]
+        taken = deleted.find("input")[0]
+        assert [(a.get("attr-name"), [v.text for v in a.iter("value")]) for a in taken.iter("modify-attr")] == [
+            ("manager", [_person(db, 9)])
+        ]
+        assert taken.find(".//remove-value") is not None
+    finally:
+        db.drop()
+
+
+def test_triggerless_on_spark_splits_a_cycle_as_in_the_driver(spark, tmp_path):
+    db = _chain_db("sqlite", tmp_path)
+    try:
+        _run(db, CYCLES)
+        driver = _triggerless(db, tmp_path, "driver", dry_run=True)
+        on_spark = _triggerless(db, tmp_path, "spark", small_cycle_rows=0)
+        assert canonical(on_spark) == canonical(driver)
+        assert len(_commands(on_spark)) == 6
+        _run(db, CYCLES_DELETED)
+        driver = _triggerless(db, tmp_path, "driver-deleted", dry_run=True)
+        on_spark = _triggerless(db, tmp_path, "spark-deleted", small_cycle_rows=0)
+        assert canonical(on_spark) == canonical(driver)
+        assert len(_commands(on_spark)) == 6
+    finally:
+        db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_an_interrupted_resync_resumes_in_reference_order(kind, tmp_path, monkeypatch):
+    import sqlalchemy as sa
+
+    from tests.test_key_types import resync_broken_then_resumed
+
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CHAIN)
+        resync_broken_then_resumed(monkeypatch, db.settings.db_url, db.schema, "a_person")
+        with db.engine.connect() as conn:
+            logged = conn.execute(sa.text(f"SELECT table_key FROM {db.table('indirect_process')} ORDER BY record_id"))
+            assert [r[0] for r in logged] == [f"id={k}" for k in (2, 5, 3, 4, 1)]
+    finally:
+        db.drop()
+
+
 # A staff row made, then a department, then a link table row naming it: with query-back
 # triggers, the staff's type 5 reads the link made after the department.
 MADE_THEN_LINKED = [

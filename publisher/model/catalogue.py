@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+import numpy as np
+
 from publisher.errors import ConfigError
+from publisher.model.chains import chain_order
 from publisher.model.value_text import OCTET, STRING
 
 VIEW_KEY_PREFIX = "pk_"  # views have no key constraints: pk_ columns are their keys (docs/classes.md)
@@ -234,6 +237,37 @@ class Catalogue:
         """The classes whose objects can be named, in name order (a keyless table named in
         --tables is refused by ``selected``)."""
         return [self.tables[name] for name in sorted(self.tables) if self.tables[name].key_columns]
+
+    def reference_order(self) -> list[Table]:
+        """The keyed classes, each after the classes its references name (docs/reduction.md,
+        Triggerless and resync): by depth in the chains of references between classes,
+        then by name; a cycle of classes breaks at the first of them by name."""
+        classes = self.keyed_classes()  # in name order: their rank
+        number = {t.name: n for n, t in enumerate(classes)}
+        pairs = [(number[t.name], number[name]) for t in classes for name in sorted(self._named_classes(t))
+                 if name in number]  # a class left out is no class to wait for
+        source, target = (np.array([pair[i] for pair in pairs], np.int64) for i in (0, 1))
+        return [classes[n] for n in chain_order(source, target, np.arange(len(classes))).tolist()]
+
+    def self_references(self, table: Table) -> list[str]:
+        """The class's attributes (a column's name, or a multi-valued attribute's) whose
+        references name the class itself."""
+        return [name for name, column in self._references(table) if self._names(column) == table.name]
+
+    def _references(self, table: Table) -> list[tuple[str, Column]]:
+        """Each attribute of the class holding references, with its column."""
+        found = [(c.name, c) for c in table.columns if c.reference is not None]
+        return found + [(m.name, m.column) for m in table.multi_valued if m.column.reference is not None]
+
+    def _names(self, column: Column) -> str | None:
+        """The class a reference column names; None when it names no class."""
+        try:
+            return self.referenced(column).name
+        except NotAClass:
+            return None
+
+    def _named_classes(self, table: Table) -> set[str]:
+        return {name for _, column in self._references(table) if (name := self._names(column))}
 
     def is_left_out(self, table_name: str) -> bool:
         """Whether ``table_name`` is a class or child table the selection leaves out."""

@@ -21,7 +21,7 @@ from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress
-from publisher.reduce.objects import event_ids
+from publisher.reduce.objects import Change, event_ids
 from publisher.render.changes import rendered_changes
 from publisher.report import CycleReport
 
@@ -87,19 +87,24 @@ class Reduced:
 class ComparedClass:
     """What a triggerless plan hands the cycle for one class (docs/triggerless.md): the
     objects read, those that cannot be published (canonical key, reason), the changes by
-    kind, and ``runs(first_id, local_time)``: its commands rendered, numbered from
-    ``first_id`` in key order, as sorted runs (delivery/ordered.py). ``unchanged``: its
+    kind, and ``runs(first_ids, local_time)``: its commands rendered, its adds and modifies
+    numbered from ``first_ids[0]`` and its deletes from ``first_ids[1]``
+    (reduce/objects.event_ids), as sorted runs (delivery/ordered.py). ``unchanged``: its
     rows were read byte for byte as the state's, and not compared."""
 
     objects: int
     failed: list[tuple[str, str]]
     changes: Counter
-    runs: Callable[[int, "str | None"], list[RunSource]]
+    runs: Callable[[tuple[int, int], "str | None"], list[RunSource]]
     unchanged: bool = False
 
     @property
     def total(self) -> int:
         return sum(self.changes.values())
+
+    @property
+    def deletes(self) -> int:
+        return self.changes[Change.DELETED]
 
 
 EVERY_OBJECT = "(every object)"  # the key a class whose table was not read is reported under
@@ -112,16 +117,18 @@ def unread_class(table: Table, previous: Previous, generation: NewGeneration, re
     generation.link_class(table.name, previous.files(table.name))
     if table.name in previous.reads:
         generation.reads[table.name] = previous.reads[table.name]
-    return ComparedClass(0, [(EVERY_OBJECT, reason)], Counter(), lambda _first_id, _local_time: [])
+    return ComparedClass(0, [(EVERY_OBJECT, reason)], Counter(), lambda _first_ids, _local_time: [])
 
 
 
 def rendered_in_driver(
-    table: Table, schema: str, changes: pa.Table, first_id: int, local_time: str | None
+    table: Table, schema: str, changes: pa.Table, first_ids: tuple[int, int], local_time: str | None,
+    self_references: Sequence[str],
 ) -> list[RunSource]:
-    """A triggerless class's changes rendered here, numbered from ``first_id`` in key order,
-    as one sorted run in memory: for few changes, a Spark job costs more than it saves."""
-    ids = event_ids(table, changes, first_id)
+    """A triggerless class's changes rendered here, numbered from ``first_ids``
+    (reduce/objects.event_ids), as one sorted run in memory: for few changes, a Spark job
+    costs more than it saves."""
+    ids = event_ids(table, changes, first_ids, schema, self_references)
     buffer = pa.BufferOutputStream()
     write_ordered(rendered_changes(table, schema, changes, ids, local_time), buffer)
     return [buffer.getvalue()]

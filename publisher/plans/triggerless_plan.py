@@ -6,9 +6,10 @@ files, turn them into objects (reduce/objects.py) and write them into buckets by
 through the work folder, as the event-log plan's shuffle does (plans/exchange.py). One
 comparing task a bucket joins its objects with their previous state by key, writes its
 part of the new state into the new generation's folder and its changes into the work
-folder. The driver numbers the changes in key order from their key columns alone; one
-rendering task a file of changes renders them into a sorted run, which the driver merges
-with the others by event-id (delivery/ordered.py)."""
+folder. The driver numbers the changes in reference order (reduce/objects.event_ids) from
+their key columns, change and self-references alone; one rendering task a file of changes
+renders them into a sorted run, which the driver merges with the others by event-id
+(delivery/ordered.py)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from publisher.plans.reads import Read, frame
 from publisher.plans.tasks import spill, write_failure
 from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
 from publisher.reduce.objects import (
+    ATTRIBUTE,
     CHILD_VALUES,
     KEY,
     ORDER,
@@ -46,8 +48,10 @@ from publisher.reduce.objects import (
     child_values,
     compare,
     current_schema,
+    cycle_breaks,
     event_ids,
     parent_objects,
+    split_changes,
     state_schema,
     with_children,
 )
@@ -292,7 +296,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         generation.link_class(table.name, previous.files(table.name))
         generation.reads[table.name] = digests
         objects = sum(pq.ParquetFile(path).metadata.num_rows for path in old_files)
-        return ComparedClass(objects, [], Counter(), lambda _first_id, _local_time: [], unchanged=True)
+        return ComparedClass(objects, [], Counter(), lambda _first_ids, _local_time: [], unchanged=True)
     unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
     if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
         written += _collected(read_jobs(unchanged, {}))
@@ -305,17 +309,21 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
                          str(state_folder), str(work))
     compared = _numbers(spark, buckets).mapInArrow(comparer, COMPARED.ddl).collect()
     first_failure(compared)
-    files_of_changes = [r.path for r in compared if r.path]
+    self_references = catalogue.self_references(table)
+    files_of_changes = _cycles_split(table, catalogue.schema, [r.path for r in compared if r.path],
+                                     self_references, work)
     counts: Counter = Counter()
     for path in files_of_changes:  # the change column alone, mapped
         counts.update(change_counts(_read_all([path], pa.schema([]))))
 
-    def runs(first_id: int, local_time: str | None) -> list[RunSource]:
+    def runs(first_ids: tuple[int, int], local_time: str | None) -> list[RunSource]:
         schema = publisher.catalogue.schema
         if sum(counts.values()) <= publisher.settings.small_cycle_rows:
             changes = _read_all(files_of_changes, pa.schema([]))
-            return rendered_in_driver(table, schema, changes, first_id, local_time) if changes.num_rows else []
-        return _rendered_runs(spark, table, schema, files_of_changes, first_id, local_time, work)
+            return rendered_in_driver(table, schema, changes, first_ids, local_time,
+                                      self_references) if changes.num_rows else []
+        return _rendered_runs(spark, table, schema, files_of_changes, first_ids, local_time,
+                              self_references, work)
 
     failed = [(r.object_key, r.reason) for r in compared if r.object_key is not None]
     if digested and not failed:  # a failed object kept its old state: its range must be read again
@@ -338,15 +346,55 @@ def _collected(jobs: list[DataFrame]) -> list:
     return written
 
 
-def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_id: int,
-                   local_time: str | None, work: Path) -> list[RunSource]:
+def _ordering_columns(table: Table, self_references: list[str]) -> list[str]:
+    """The columns of the changes that their order needs (reduce/objects.event_ids)."""
+    named = [KEY, *(ATTRIBUTE + name for name in self_references)] if self_references else []
+    return [*(ORDER + name for name in table.key_columns), "change", *named]
+
+
+def _cycles_split(table: Table, schema: str, files: list[str], self_references: list[str],
+                  work: Path) -> list[str]:
+    """The files of the class's changes with the commands that break a cycle of references
+    split (reduce/objects.cycle_breaks, split_changes): a file holding one written again,
+    and the modifies in a file of their own, last."""
+    if not self_references or not files:
+        return files
+    parts = [_read_all([path], pa.schema([])).select(_ordering_columns(table, self_references)) for path in files]
+    rows, kept = cycle_breaks(table, pa.concat_tables(parts), schema, self_references)
+    if not len(rows):
+        return files
+    ends = np.cumsum([part.num_rows for part in parts])
+    file_of = np.searchsorted(ends, rows, side="right")
+    files, modifies = list(files), []
+    for number in np.unique(file_of).tolist():
+        mine = file_of == number
+        local = rows[mine] - (ends[number - 1] if number else 0)
+        changes = _read_all([files[number]], pa.schema([]))
+        replaced, modified = split_changes(
+            table, changes.take(local), {name: [v for v, m in zip(values, mine) if m] for name, values in kept.items()}
+        )
+        others = np.ones(changes.num_rows, bool)
+        others[local] = False
+        files[number] = str(work / f"split-{number:05d}.arrow")
+        with pa.OSFile(files[number], "wb") as stream:
+            _write_table(stream, pa.concat_tables([changes.filter(pa.array(others)), replaced]))
+        modifies.append(modified)
+    files.append(str(work / "split-modifies.arrow"))
+    with pa.OSFile(files[-1], "wb") as stream:
+        _write_table(stream, pa.concat_tables(modifies))
+    return files
+
+
+def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids: tuple[int, int],
+                   local_time: str | None, self_references: list[str], work: Path) -> list[RunSource]:
     """The class's changes (``files``, one a bucket) rendered in Spark tasks, one a file,
-    each a sorted run in ``work``: the driver numbers the changes in key order from their
-    key columns alone, and leaves each task its file's event-ids."""
+    each a sorted run in ``work``: the driver numbers the changes (reduce/objects.event_ids)
+    from their key columns, change and self-references alone, and leaves each task its
+    file's event-ids."""
     if not files:
         return []
-    keys = [_read_all([path], pa.schema([])).select([ORDER + name for name in table.key_columns]) for path in files]
-    ids = event_ids(table, pa.concat_tables(keys), first_id)
+    keys = [_read_all([path], pa.schema([])).select(_ordering_columns(table, self_references)) for path in files]
+    ids = event_ids(table, pa.concat_tables(keys), first_ids, schema, self_references)
     id_files, start = [], 0
     for number, part in enumerate(keys):
         id_files.append(str(work / f"ids-{number:05d}.npy"))

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Table
+from publisher.model.chains import chain_breaks, chain_depths
 from publisher.model.commands import Attr, AttrOp, Command, CommandKind, association
 from publisher.model.statuses import reason_text
 from publisher.reduce.query_back_state import SEPARATOR
@@ -333,12 +334,138 @@ def change_counts(changes: pa.Table) -> Counter:
     return Counter({c["values"]: c["counts"] for c in pc.value_counts(changes["change"]).to_pylist()})
 
 
-def event_ids(table: Table, changes: pa.Table, first_id: int) -> np.ndarray:
-    """Each change's event-id: ``first_id`` plus its place in the class's key order
-    (``changes`` needs only its key columns, ORDER)."""
+def event_ids(table: Table, changes: pa.Table, first_ids: tuple[int, int], schema: str,
+              self_references: Sequence[str] = ()) -> np.ndarray:
+    """Each change's event-id (docs/triggerless.md, Commands): adds and modifies numbered
+    from ``first_ids[0]``, deletes from ``first_ids[1]``, each in the class's key order but
+    that, through ``self_references`` (Catalogue.self_references), an add or modify comes
+    after the add of a new object it names, and a delete before the delete of an object
+    it names. ``changes`` needs only its key columns (ORDER) and change, and with
+    ``self_references`` its key and those attributes."""
     ids = np.empty(changes.num_rows, np.int64)
-    ids[key_order(table, changes).to_numpy()] = first_id + np.arange(changes.num_rows)
+    rank = _key_rank(table, changes)
+    deleted, new = _kinds(changes)
+    for rows, targets, first, later in ((np.flatnonzero(~deleted), new, first_ids[0], 1),
+                                        (np.flatnonzero(deleted), deleted, first_ids[1], -1)):
+        depth = np.zeros(len(rows), np.int64)
+        if self_references and len(rows):
+            edges = _reference_edges(table, _named(changes, self_references).take(rows), schema, self_references,
+                                     targets[rows])
+            depth = chain_depths(edges[0], edges[1], rank[rows])
+        order = rows[np.lexsort((rank[rows], later * depth))]
+        ids[order] = first + np.arange(len(rows))
     return ids
+
+
+def _named(changes: pa.Table, self_references: Sequence[str]) -> pa.Table:
+    """The columns of ``changes`` that its references to its own class need: no row copied whole."""
+    return changes.select([KEY, *(ATTRIBUTE + name for name in self_references)])
+
+
+def _key_rank(table: Table, changes: pa.Table) -> np.ndarray:
+    rank = np.empty(changes.num_rows, np.int64)
+    rank[key_order(table, changes).to_numpy()] = np.arange(changes.num_rows)
+    return rank
+
+
+def _kinds(changes: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Which changes are deletes, and which new objects (added, or current at startup)."""
+    kind = changes["change"]
+    deleted = pc.equal(kind, Change.DELETED.value).to_numpy(zero_copy_only=False)
+    new = pc.is_in(kind, pa.array([Change.ADDED.value, Change.CURRENT.value])).to_numpy(zero_copy_only=False)
+    return deleted, new
+
+
+def association_texts(keys: pa.ChunkedArray | pa.Array, class_name: str, schema: str) -> pa.Array:
+    """Each canonical key's association (model/commands.association), as a reference holds it."""
+    return pc.binary_join_element_wise(keys, f"table={class_name},schema={schema}", ",")
+
+
+def _reference_edges(table: Table, changes: pa.Table, schema: str, self_references: Sequence[str],
+                     targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
+    """The references among ``changes`` to objects of ``targets`` (a mask of its rows), as
+    model/chains takes them: (the row holding each, the row it names, the number of its
+    attribute in ``self_references``, its text). A row's key held twice names its first."""
+    owners = association_texts(changes[KEY], table.name, schema)
+    sources, names, numbers, texts = [], [], [], []
+    for number, name in enumerate(self_references):
+        values = changes[ATTRIBUTE + name].combine_chunks()
+        if pa.types.is_list(values.type):
+            sources.append(pc.list_parent_indices(values).to_numpy())
+            values = pc.list_flatten(values)
+        else:
+            sources.append(np.arange(changes.num_rows))
+        names.append(pc.fill_null(pc.index_in(values, value_set=owners), -1).to_numpy(zero_copy_only=False))
+        numbers.append(np.full(len(values), number))
+        texts.append(values)
+    source, target = np.concatenate(sources), np.concatenate(names)
+    kept = target >= 0
+    kept[kept] = targets[target[kept]]
+    return source[kept], target[kept], np.concatenate(numbers)[kept], pa.concat_arrays(texts).filter(kept)
+
+
+def cycle_breaks(table: Table, changes: pa.Table, schema: str,
+                 self_references: Sequence[str]) -> tuple[np.ndarray, dict[str, list]]:
+    """Where a class's new objects, or its deleted ones, name each other in a cycle
+    (docs/triggerless.md, Commands): the rows of ``changes`` (its key columns, change, key
+    and ``self_references`` suffice) holding the references model/chains.chain_breaks
+    takes as not made, and each such attribute's values without them, a list a row
+    (split_changes)."""
+    if not self_references:
+        return np.empty(0, np.int64), {}
+    deleted, new = _kinds(changes)
+    rank = _key_rank(table, changes)
+    found, kept = [], {name: [] for name in self_references}
+    for rows, targets in ((np.flatnonzero(~deleted), new), (np.flatnonzero(deleted), deleted)):
+        if not len(rows):
+            continue
+        part = _named(changes, self_references).take(rows)
+        source, target, attribute_of, text = _reference_edges(table, part, schema, self_references, targets[rows])
+        broken = chain_breaks(source, target, rank[rows])
+        if not len(broken):
+            continue
+        withheld: dict[tuple[int, int], set[str]] = {}
+        for row, attribute, value in zip(source[broken].tolist(), attribute_of[broken].tolist(),
+                                         text.take(pa.array(broken)).to_pylist()):
+            withheld.setdefault((row, attribute), set()).add(value)
+        affected = sorted({row for row, _ in withheld})
+        found.append(rows[affected])
+        for number, name in enumerate(self_references):
+            values = part[ATTRIBUTE + name].take(pa.array(affected)).to_pylist()
+            gone = [withheld.get((row, number), set()) for row in affected]
+            if pa.types.is_list(part.schema.field(ATTRIBUTE + name).type):
+                kept[name] += [[v for v in value or () if v not in out] for value, out in zip(values, gone)]
+            else:
+                kept[name] += [None if value in out else value for value, out in zip(values, gone)]
+    return (np.concatenate(found), kept) if found else (np.empty(0, np.int64), {})
+
+
+def split_changes(table: Table, rows: pa.Table, kept: dict[str, list]) -> tuple[pa.Table, pa.Table]:
+    """The rows cycle_breaks names, whole, as (the rows to put in their place, the modifies
+    to add). A new object's command goes with its attributes ``kept``, and a modify gives
+    the rest after the objects they name; a deleted object's delete stays, and a modify
+    among the adds and modifies, before every delete, takes the rest away."""
+    trimmed = rows
+    for name, values in kept.items():
+        index = rows.schema.get_field_index(ATTRIBUTE + name)
+        trimmed = trimmed.set_column(index, rows.field(index), pa.array(values, rows.field(index).type))
+    deleted = pc.equal(rows["change"], Change.DELETED.value)
+    staying = pc.invert(deleted)
+    names = state_schema(table).names
+    gives = _with_change(rows.select(names), Change.CHANGED, trimmed.select(names)).filter(staying)
+    takes = _with_change(trimmed.select(names), Change.CHANGED, rows.select(names)).filter(deleted)
+    return pa.concat_tables([trimmed.filter(staying), rows.filter(deleted)]), pa.concat_tables([gives, takes])
+
+
+def with_cycles_split(table: Table, changes: pa.Table, schema: str, self_references: Sequence[str]) -> pa.Table:
+    """``changes`` with the commands of cycle_breaks split (split_changes), the modifies last."""
+    rows, kept = cycle_breaks(table, changes, schema, self_references)
+    if not len(rows):
+        return changes
+    replaced, modifies = split_changes(table, changes.take(rows), kept)
+    others = np.ones(changes.num_rows, bool)
+    others[rows] = False
+    return pa.concat_tables([changes.filter(pa.array(others)), replaced, modifies])
 
 
 def commands(

@@ -12,12 +12,17 @@ import operator
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 
 from grammar import parse_table_key
 from publisher.model import value_text
-from publisher.model.catalogue import Table
+from publisher.model.catalogue import Column, MultiValued, Table
+from publisher.model.chains import chain_order
 from publisher.progress import RowProgress
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
@@ -90,7 +95,8 @@ def resync(
     every keyed class), resuming the pass an earlier run left unfinished unless
     ``restart``. UnknownTable for a name that is no keyed class."""
     checked("--schema", settings.schema)
-    classes = published_catalogue(settings, engine, dialect).keyed_classes()
+    catalogue = published_catalogue(settings, engine, dialect)
+    classes = catalogue.reference_order()
     log = open_event_log(engine, dialect, settings)
     passes = _Passes(engine, dialect, log)
     resumed, state = passes.begin([c.name for c in classes], restart)
@@ -102,7 +108,11 @@ def resync(
         counts.append(count)
         if not finished:
             chunks = _Chunks(engine, dialect, log, table, db_schema)
-            chunks.run(passes, last_key, chunk, count, progress)
+            named = [table.attribute(name) for name in catalogue.self_references(table)]
+            if named:
+                chunks.run_in_reference_order(passes, last_key, chunk, count, progress, named)
+            else:
+                chunks.run(passes, last_key, chunk, count, progress)
     return ResyncReport(counts, resumed)
 
 
@@ -164,7 +174,7 @@ class _Chunks:
     def __init__(
         self, engine: sa.Engine, dialect: Dialect, log: EventLog, table: Table, db_schema: str | None
     ) -> None:
-        self.engine, self.name = engine, table.name
+        self.engine, self.name, self.table, self.db_schema = engine, table.name, table, db_schema
         checked("table", table.name)
         for key in table.key_columns:
             checked(f"table {table.name!r}, key column", key)
@@ -175,11 +185,10 @@ class _Chunks:
         # A zoned key's text is in UTC, not in the session's zone (Dialect.utc_key).
         self.utc_key = dialect.utc_key
         self.zoned = {k for k in table.key_columns if self.utc_key and dialect.zoned(table.column(k).sql_type)}
-        self.key_text = sa.literal_column(
-            table_key_sql(
-                TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), value_text_sql(engine, dialect), table, _ROW
-            )
+        self.key_sql = partial(
+            table_key_sql, TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), value_text_sql(engine, dialect), table
         )
+        self.key_text = sa.literal_column(self.key_sql(_ROW))
         self.log = log.table
         # What a query-back trigger writes for an inserted row, but the perpetrator;
         # status and event_time are the event log's defaults, as for the triggers.
@@ -224,6 +233,72 @@ class _Chunks:
             if bound is None:
                 return
             last = tuple(bound[:-1])
+
+    def run_in_reference_order(self, passes: _Passes, last_key: str | None, chunk: int, count: ClassCount,
+                               progress: RowProgress, named: Sequence[Column | MultiValued]) -> None:
+        """A class whose references (``named``) name its own objects: each object logged
+        after those it names, then in key order (docs/initial-load.md, References). The
+        keys and references are read and put in order here; the events are logged chunk by
+        chunk in that order, resuming after ``last_key``."""
+        with self.engine.connect() as conn:
+            present = [k.is_not(None) for k in self.keys]
+            objects = sa.select(self.key_text).select_from(self.row).where(*present)
+            if not self.table.key_is_primary:
+                objects = objects.group_by(*self.keys)
+            keys = pa.array(conn.execute(objects.order_by(*self.keys)).scalars().all(), pa.string())
+            sources, targets = [], []
+            for attribute in named:
+                for owner, target in conn.execute(self._references(attribute)):
+                    sources.append(owner)
+                    targets.append(target)
+        source, target = (pc.fill_null(pc.index_in(pa.array(texts, pa.string()), value_set=keys), -1).to_numpy()
+                          for texts in (sources, targets))
+        del sources, targets
+        both = (source >= 0) & (target >= 0)
+        ordered = keys.take(chain_order(source[both], target[both], np.arange(len(keys)))).to_pylist()
+        if last_key is not None and last_key in ordered:
+            ordered = ordered[ordered.index(last_key) + 1 :]
+        table_key, event_type, perpetrator, table_name = self.columns
+        insert = sa.insert(self.log).values(
+            {event_type.name: sa.literal_column(str(ROW_QUERY_BACK)), perpetrator.name: PERPETRATOR,
+             table_name.name: self.name}
+        )
+        progress.begin(self.name, count.before, len(ordered) if progress.shown else None)
+        for start in range(0, len(ordered), chunk):
+            part = ordered[start : start + chunk]
+            done = start + chunk >= len(ordered)
+            with self.engine.begin() as conn:
+                if part:
+                    conn.execute(insert, [{table_key.name: key} for key in part])
+                passes.record(conn, self.name, None if done else part[-1], len(part))
+            count.logged += len(part)
+            progress.advance(len(part))
+        if not ordered:
+            with self.engine.begin() as conn:
+                passes.record(conn, self.name, None, 0)
+
+    def _references(self, attribute: Column | MultiValued) -> sa.Select:
+        """(the owner's table_key, the named object's) of each value of ``attribute`` that
+        names an object: the rows joined by the database, so that a value names the key
+        its row holds whatever the key's collation."""
+        if isinstance(attribute, MultiValued) and not attribute.own:
+            values = sa.Table(checked("table", attribute.child_table), sa.MetaData(), schema=self.db_schema,
+                              autoload_with=self.engine).alias("c")
+            link, source = attribute.link, attribute.child_table
+        else:  # a column of the class, or a view's own multi-valued column
+            values = self.row.element.alias("c")
+            link, source = self.table.key_columns, self.name
+        column = attribute.column if isinstance(attribute, MultiValued) else attribute
+        for name in (*link, column.read_name):
+            checked(f"table {source!r}, column", name)
+        named = self.row.element.alias("p")
+        return (
+            sa.select(self.key_text, sa.literal_column(self.key_sql("p")))
+            .select_from(values)
+            .join(self.row, sa.and_(*(self.row.c[k] == values.c[n] for k, n in zip(self.table.key_columns, link))))
+            .join(named, named.c[self.table.key_columns[0]] == values.c[column.read_name])
+            .distinct()
+        )
 
     def _after(self, last: Sequence[object] | None) -> list[sa.ColumnElement]:
         """The conditions of the objects after ``last`` (None: all); a view's row with a
