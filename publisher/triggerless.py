@@ -28,7 +28,9 @@ from publisher.model.policy import fingerprint
 from publisher.model.statuses import reason_text
 from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
 from publisher.progress import CycleProgress, Silent
-from publisher.reduce.objects import change_counts, compare, current_objects, with_cycles_split
+from publisher.reduce.objects import (
+    FirstIds, change_counts, compare, current_objects, with_cycles_split, with_forward_references_split,
+)
 from publisher.report import CycleReport
 from publisher.settings import Settings
 from publisher.source.database import connect, run_named
@@ -152,8 +154,9 @@ class TriggerlessPublisher:
         generation.write_table(table.name, comparison.state)
         self_references = self.catalogue.self_references(table)
         changes = with_cycles_split(table, comparison.changes, self.catalogue.schema, self_references)
+        changes = with_forward_references_split(table, changes, self.catalogue.forward_references(table))
 
-        def runs(first_ids: tuple[int, int], local_time: str | None) -> list[RunSource]:
+        def runs(first_ids: FirstIds, local_time: str | None) -> list[RunSource]:
             return rendered_in_driver(table, self.catalogue.schema, changes, first_ids, local_time, self_references)
 
         return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs)
@@ -205,19 +208,22 @@ class TriggerlessPublisher:
                 if result.unchanged:
                     report.unchanged_classes.append(table.name)
             phases.begin("rendering", commands=sum(c.total for c in compared))
-            # Adds and modifies in reference order, then deletes in the reverse order
-            # (docs/triggerless.md, Commands).
+            # Adds and modifies in reference order, the completing modifies in that order,
+            # then deletes in the reverse order (docs/triggerless.md, Commands).
             next_id = generation.generation * IDS_PER_GENERATION + 1
-            kept_first = []
+            kept_first, completing_first = [], []
             for result in compared:
                 kept_first.append(next_id)
-                next_id += result.total - result.deletes
+                next_id += result.total - result.deletes - result.completing
+            for result in compared:
+                completing_first.append(next_id)
+                next_id += result.completing
             deletes_first = [0] * len(compared)
             for index in reversed(range(len(compared))):
                 deletes_first[index] = next_id
                 next_id += compared[index].deletes
             runs = []
-            for result, first_ids in zip(compared, zip(kept_first, deletes_first)):
+            for result, first_ids in zip(compared, zip(kept_first, deletes_first, completing_first)):
                 runs += result.runs(first_ids, local_time)
             ordered = OrderedCommands(runs)
             phases.begin("writing documents", commands=ordered.total)

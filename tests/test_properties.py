@@ -68,12 +68,7 @@ settings.register_profile(
 # Known failures, each for what docs/ says is not covered yet: (database, way) for the
 # random examples, (kept example, way) for the kept ones; None: every way. Remove a line
 # once it is mended and the tests pass.
-KNOWN_FAILURES: dict[tuple[str, str | None], str] = {
-    ("postgresql-random-3", "triggerless"): (
-        "a cycle of references between classes (NE's child table names `where`, `where` names NE): "
-        "NE's add names a `where` object added after it (docs/reduction.md, Triggerless and resync)"
-    ),
-}
+KNOWN_FAILURES: dict[tuple[str, str | None], str] = {}
 
 
 def known(name: str, way: str) -> str | None:

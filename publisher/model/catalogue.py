@@ -249,6 +249,16 @@ class Catalogue:
         source, target = (np.array([pair[i] for pair in pairs], np.int64) for i in (0, 1))
         return [classes[n] for n in chain_order(source, target, np.arange(len(classes))).tolist()]
 
+    def forward_references(self, table: Table) -> list[str]:
+        """The class's attributes whose references name a class placed after it in the
+        reference order: where classes name each other in a cycle, the references that
+        break it (docs/reduction.md, Triggerless and resync)."""
+        place = {t.name: n for n, t in enumerate(self.reference_order())}
+        if table.name not in place:
+            return []
+        return [name for name, column in self._references(table)
+                if place.get(self._names(column), -1) > place[table.name]]
+
     def self_references(self, table: Table) -> list[str]:
         """The class's attributes (a column's name, or a multi-valued attribute's) whose
         references name the class itself."""

@@ -21,7 +21,7 @@ from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress
-from publisher.reduce.objects import Change, event_ids
+from publisher.reduce.objects import Change, FirstIds, event_ids
 from publisher.render.changes import rendered_changes
 from publisher.report import CycleReport
 
@@ -88,14 +88,14 @@ class ComparedClass:
     """What a triggerless plan hands the cycle for one class (docs/triggerless.md): the
     objects read, those that cannot be published (canonical key, reason), the changes by
     kind, and ``runs(first_ids, local_time)``: its commands rendered, its adds and modifies
-    numbered from ``first_ids[0]`` and its deletes from ``first_ids[1]``
-    (reduce/objects.event_ids), as sorted runs (delivery/ordered.py). ``unchanged``: its
+    numbered from ``first_ids[0]``, its deletes from ``first_ids[1]`` and its completing
+    modifies from ``first_ids[2]`` (reduce/objects.event_ids), as sorted runs (delivery/ordered.py). ``unchanged``: its
     rows were read byte for byte as the state's, and not compared."""
 
     objects: int
     failed: list[tuple[str, str]]
     changes: Counter
-    runs: Callable[[tuple[int, int], "str | None"], list[RunSource]]
+    runs: Callable[[FirstIds, "str | None"], list[RunSource]]
     unchanged: bool = False
 
     @property
@@ -105,6 +105,10 @@ class ComparedClass:
     @property
     def deletes(self) -> int:
         return self.changes[Change.DELETED]
+
+    @property
+    def completing(self) -> int:
+        return self.changes[Change.COMPLETING]
 
 
 EVERY_OBJECT = "(every object)"  # the key a class whose table was not read is reported under
@@ -122,7 +126,7 @@ def unread_class(table: Table, previous: Previous, generation: NewGeneration, re
 
 
 def rendered_in_driver(
-    table: Table, schema: str, changes: pa.Table, first_ids: tuple[int, int], local_time: str | None,
+    table: Table, schema: str, changes: pa.Table, first_ids: FirstIds, local_time: str | None,
     self_references: Sequence[str],
 ) -> list[RunSource]:
     """A triggerless class's changes rendered here, numbered from ``first_ids``

@@ -43,6 +43,7 @@ from publisher.reduce.objects import (
     CHILD_VALUES,
     KEY,
     ORDER,
+    FirstIds,
     aligned_state,
     change_counts,
     child_values,
@@ -54,6 +55,7 @@ from publisher.reduce.objects import (
     split_changes,
     state_schema,
     with_children,
+    with_forward_references_split,
 )
 from publisher.render.changes import rendered_changes
 from publisher.source.copy_read import CopyRanges
@@ -312,11 +314,12 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     self_references = catalogue.self_references(table)
     files_of_changes = _cycles_split(table, catalogue.schema, [r.path for r in compared if r.path],
                                      self_references, work)
+    files_of_changes = _forward_split(table, files_of_changes, catalogue.forward_references(table), work)
     counts: Counter = Counter()
     for path in files_of_changes:  # the change column alone, mapped
         counts.update(change_counts(_read_all([path], pa.schema([]))))
 
-    def runs(first_ids: tuple[int, int], local_time: str | None) -> list[RunSource]:
+    def runs(first_ids: FirstIds, local_time: str | None) -> list[RunSource]:
         schema = publisher.catalogue.schema
         if sum(counts.values()) <= publisher.settings.small_cycle_rows:
             changes = _read_all(files_of_changes, pa.schema([]))
@@ -385,7 +388,25 @@ def _cycles_split(table: Table, schema: str, files: list[str], self_references: 
     return files
 
 
-def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids: tuple[int, int],
+def _forward_split(table: Table, files: list[str], forward: list[str], work: Path) -> list[str]:
+    """The files of the class's changes with its references to a class placed after it
+    given by completing modifies (reduce/objects.with_forward_references_split): a file
+    holding such a reference written again."""
+    if not forward:
+        return files
+    written = []
+    for number, path in enumerate(files):
+        changes = _read_all([path], pa.schema([]))
+        split = with_forward_references_split(table, changes, forward)
+        if split is not changes:
+            path = str(work / f"forward-{number:05d}.arrow")
+            with pa.OSFile(path, "wb") as stream:
+                _write_table(stream, split)
+        written.append(path)
+    return written
+
+
+def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids: FirstIds,
                    local_time: str | None, self_references: list[str], work: Path) -> list[RunSource]:
     """The class's changes (``files``, one a bucket) rendered in Spark tasks, one a file,
     each a sorted run in ``work``: the driver numbers the changes (reduce/objects.event_ids)

@@ -222,6 +222,14 @@ class Change(StrEnum):
     DELETED = "deleted"
     CHANGED = "changed"
     CURRENT = "current"  # published whole, as a type 6 query-back would (--startup resync)
+    # A modify after every class's adds and modifies: the references to a class placed
+    # after its own where classes name each other in a cycle (with_forward_references_split).
+    COMPLETING = "completing"
+
+
+# Where a class's commands are numbered from (event_ids): its adds and modifies, its
+# deletes, and its completing modifies.
+FirstIds = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -334,10 +342,11 @@ def change_counts(changes: pa.Table) -> Counter:
     return Counter({c["values"]: c["counts"] for c in pc.value_counts(changes["change"]).to_pylist()})
 
 
-def event_ids(table: Table, changes: pa.Table, first_ids: tuple[int, int], schema: str,
+def event_ids(table: Table, changes: pa.Table, first_ids: FirstIds, schema: str,
               self_references: Sequence[str] = ()) -> np.ndarray:
     """Each change's event-id (docs/triggerless.md, Commands): adds and modifies numbered
-    from ``first_ids[0]``, deletes from ``first_ids[1]``, each in the class's key order but
+    from ``first_ids[0]``, deletes from ``first_ids[1]`` and completing modifies
+    (Change.COMPLETING) from ``first_ids[2]``, each in the class's key order but
     that, through ``self_references`` (Catalogue.self_references), an add or modify comes
     after the add of a new object it names, and a delete before the delete of an object
     it names. ``changes`` needs only its key columns (ORDER) and change, and with
@@ -345,10 +354,12 @@ def event_ids(table: Table, changes: pa.Table, first_ids: tuple[int, int], schem
     ids = np.empty(changes.num_rows, np.int64)
     rank = _key_rank(table, changes)
     deleted, new = _kinds(changes)
-    for rows, targets, first, later in ((np.flatnonzero(~deleted), new, first_ids[0], 1),
-                                        (np.flatnonzero(deleted), deleted, first_ids[1], -1)):
+    completing = pc.equal(changes["change"], Change.COMPLETING.value).to_numpy(zero_copy_only=False)
+    for rows, targets, first, later in ((np.flatnonzero(~deleted & ~completing), new, first_ids[0], 1),
+                                        (np.flatnonzero(deleted), deleted, first_ids[1], -1),
+                                        (np.flatnonzero(completing), None, first_ids[2], 1)):
         depth = np.zeros(len(rows), np.int64)
-        if self_references and len(rows):
+        if self_references and len(rows) and targets is not None:
             edges = _reference_edges(table, _named(changes, self_references).take(rows), schema, self_references,
                                      targets[rows])
             depth = chain_depths(edges[0], edges[1], rank[rows])
@@ -466,6 +477,38 @@ def with_cycles_split(table: Table, changes: pa.Table, schema: str, self_referen
     others = np.ones(changes.num_rows, bool)
     others[rows] = False
     return pa.concat_tables([changes.filter(pa.array(others)), replaced, modifies])
+
+
+def with_forward_references_split(table: Table, changes: pa.Table, forward: Sequence[str]) -> pa.Table:
+    """``changes`` with the references ``forward`` (Catalogue.forward_references) given
+    after every class's adds and modifies: a new object's command goes without them, and
+    a completing modify gives them; a modify that changes one of them comes there whole
+    (docs/reduction.md, Triggerless and resync)."""
+    if not forward or not changes.num_rows:
+        return changes
+    kind = changes["change"]
+    fresh = pc.is_in(kind, pa.array([Change.ADDED.value, Change.CURRENT.value])).to_numpy(zero_copy_only=False)
+    changed = pc.equal(kind, Change.CHANGED.value).to_numpy(zero_copy_only=False)
+    old = changes["old"].combine_chunks()
+    holds, moves = np.zeros(changes.num_rows, bool), np.zeros(changes.num_rows, bool)
+    for name in forward:
+        values = changes[ATTRIBUTE + name].combine_chunks()
+        multi = pa.types.is_list(values.type)
+        present = pc.fill_null(pc.greater(pc.list_value_length(values), 0), False) if multi else pc.is_valid(values)
+        holds |= fresh & present.to_numpy(zero_copy_only=False)
+        moves |= changed & _changed(old.field(ATTRIBUTE + name), values, multi)
+    if not holds.any() and not moves.any():
+        return changes
+    relabelled = np.where(moves, Change.COMPLETING.value, kind.to_numpy(zero_copy_only=False))
+    changes = changes.set_column(changes.schema.get_field_index("change"), "change", pa.array(relabelled, pa.string()))
+    rows = np.flatnonzero(holds)
+    split = changes.take(rows)
+    kept = {name: [[] if pa.types.is_list(split.schema.field(ATTRIBUTE + name).type) else None] * len(rows)
+            for name in forward}
+    replaced, gives = split_changes(table, split, kept)
+    gives = gives.set_column(gives.schema.get_field_index("change"), "change",
+                             pa.repeat(pa.scalar(Change.COMPLETING.value, pa.string()), gives.num_rows))
+    return pa.concat_tables([changes.filter(pa.array(~holds)), replaced, gives])
 
 
 def commands(
