@@ -10,8 +10,9 @@ import datetime
 import decimal
 import operator
 import uuid
+from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -35,6 +36,7 @@ from publisher.source.triggers import TRIGGER_SQL, table_key_sql, value_text_sql
 # publisher's own (docs/initial-load.md, Perpetrator).
 PERPETRATOR = "xdspub-resync"
 ROW_QUERY_BACK = 5  # insert row, query-back (docs/event-types.md, Types)
+FIELD_QUERY_BACK = 8  # update field, query-back: a forward reference's, after every class
 _ROW = "t"  # the alias of the class's table in the statements
 
 # A key value as the table_key writes it, back to the value the driver binds, by the
@@ -77,10 +79,16 @@ class ResyncReport:
     def logged(self) -> int:
         return sum(c.logged for c in self.classes)
 
+    completing: list[ClassCount] = field(default_factory=list)  # the type 8 of forward references
+
     def summary(self) -> str:
         how = "resumed the interrupted pass" if self.resumed else "a new pass"
         each = ", ".join(c.text() for c in self.classes) or "no class"
-        return f"resync ({how}): {self.logged:,} type 5 events logged: {each}"
+        then = ""
+        if self.completing:
+            logged = sum(c.logged for c in self.completing)
+            then = f"; then {logged:,} type 8 events: " + ", ".join(c.text() for c in self.completing)
+        return f"resync ({how}): {self.logged:,} type 5 events logged: {each}{then}"
 
 
 def resync(
@@ -99,7 +107,11 @@ def resync(
     classes = catalogue.reference_order()
     log = open_event_log(engine, dialect, settings)
     passes = _Passes(engine, dialect, log)
-    resumed, state = passes.begin([c.name for c in classes], restart)
+    # Where classes name each other in a cycle, a type 8 of each reference to a class
+    # logged after its own, once every class is logged (docs/initial-load.md, References).
+    forward = [(table, name, f"{table.name}{_PASS_SEPARATOR}{number}") for table in classes
+               for number, name in enumerate(catalogue.forward_references(table))]
+    resumed, state = passes.begin([c.name for c in classes] + [key for *_, key in forward], restart)
     db_schema = settings.schema if dialect.has_schemas else None
     counts = []
     for table in classes:
@@ -113,7 +125,21 @@ def resync(
                 chunks.run_in_reference_order(passes, last_key, chunk, count, progress, named)
             else:
                 chunks.run(passes, last_key, chunk, count, progress)
-    return ResyncReport(counts, resumed)
+    completing = []
+    for table, name, key in forward:
+        last_key, before, finished = state[key]
+        count = ClassCount(f"{table.name} {name}", before, done_before=finished)
+        completing.append(count)
+        if not finished:
+            _Chunks(engine, dialect, log, table, db_schema).run_forward(
+                passes, key, last_key, chunk, count, progress, table.attribute(name)
+            )
+    return ResyncReport(counts, resumed, completing)
+
+
+# Between a class's name and its forward reference's number, the name of that reference's
+# pass: a control character, which no class name holds (source/identifiers.py checked).
+_PASS_SEPARATOR = "\x1f"
 
 
 _Progress = tuple[str | None, int, bool]  # a class's last key logged, objects logged, finished
@@ -193,6 +219,7 @@ class _Chunks:
         # What a query-back trigger writes for an inserted row, but the perpetrator;
         # status and event_time are the event log's defaults, as for the triggers.
         self.columns = [log.column(r) for r in ("table_key", "event_type", "perpetrator", "table_name")]
+        self.column_name = log.column("column_name")
         events = sa.select(
             self.key_text,
             sa.literal_column(str(ROW_QUERY_BACK)),
@@ -276,6 +303,47 @@ class _Chunks:
         if not ordered:
             with self.engine.begin() as conn:
                 passes.record(conn, self.name, None, 0)
+
+    def run_forward(self, passes: _Passes, pass_key: str, last_key: str | None, chunk: int, count: ClassCount,
+                    progress: RowProgress, attribute: Column | MultiValued) -> None:
+        """A type 8 of ``attribute`` (a reference to a class logged after this one) for each
+        object holding a value of it, chunk by chunk in the order of the table_keys'
+        texts, resuming after ``last_key`` (docs/initial-load.md, References)."""
+        with self.engine.connect() as conn:
+            owners = sorted(conn.execute(self._holders(attribute)).scalars().all())
+        if last_key is not None:
+            owners = owners[bisect_right(owners, last_key):]
+        table_key, event_type, perpetrator, table_name = self.columns
+        insert = sa.insert(self.log).values(
+            {event_type.name: sa.literal_column(str(FIELD_QUERY_BACK)), perpetrator.name: PERPETRATOR,
+             table_name.name: self.name, self.column_name.name: attribute.name}
+        )
+        progress.begin(count.name, count.before, len(owners) if progress.shown else None)
+        for start in range(0, max(len(owners), 1), chunk):
+            part = owners[start : start + chunk]
+            done = start + chunk >= len(owners)
+            with self.engine.begin() as conn:
+                if part:
+                    conn.execute(insert, [{table_key.name: key} for key in part])
+                passes.record(conn, pass_key, None if done else part[-1], len(part))
+            count.logged += len(part)
+            progress.advance(len(part))
+
+    def _holders(self, attribute: Column | MultiValued) -> sa.Select:
+        """The table_key of each object holding a value of ``attribute``, once."""
+        if isinstance(attribute, MultiValued) and not attribute.own:
+            values = sa.Table(checked("table", attribute.child_table), sa.MetaData(), schema=self.db_schema,
+                              autoload_with=self.engine).alias("c")
+            for name in (*attribute.link, attribute.column.read_name):
+                checked(f"table {attribute.child_table!r}, column", name)
+            match = [self.row.c[k] == values.c[n] for k, n in zip(self.table.key_columns, attribute.link)]
+            held = values.c[attribute.column.read_name]
+            return sa.select(self.key_text).select_from(values.join(self.row, sa.and_(*match))).where(
+                held.is_not(None), *self._after(None)).distinct()
+        column = attribute.column if isinstance(attribute, MultiValued) else attribute
+        checked(f"table {self.name!r}, column", column.read_name)
+        held = self.row.c[column.read_name]
+        return sa.select(self.key_text).select_from(self.row).where(held.is_not(None), *self._after(None)).distinct()
 
     def _references(self, attribute: Column | MultiValued) -> sa.Select:
         """(the owner's table_key, the named object's) of each value of ``attribute`` that
