@@ -649,3 +649,27 @@ def test_resync_gives_the_references_that_break_a_cycle_of_classes_after_every_c
         assert heads[0] == heads[1] == ["dname"] and heads[4] == heads[5] == ["head"]
     finally:
         db.drop()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "mariadb"])
+def test_resync_gives_the_references_that_close_a_cycle_of_objects_after_its_class(kind, tmp_path):
+    """8 and 9 name each other (manager), 10 and 11 help each other: the first of each
+    cycle is logged before the other, then a type 8 of the reference that closes it."""
+    from publisher.progress import SilentRows
+    from publisher.source.resync import resync
+
+    db = _chain_db(kind, tmp_path)
+    try:
+        _run(db, CYCLES)
+        report = resync(db.engine, db.dialect, _chain_settings(db), 3, False, SilentRows())
+        assert [(c.name, c.logged) for c in report.classes] == [("z_unit", 0), ("a_person", 4)]
+        document, cycle = db.publish(tmp_path / "out.xml", allow_loopback=True, tables=CHAIN_CLASSES)
+        assert cycle.errors == []
+        assert _unresolved(document, set()) == []
+        assert [where for _, where, _ in _commands(document)] == [
+            *(_person(db, k) for k in (8, 10, 9, 11, 10, 8))  # the type 8s in the order of their texts
+        ]
+        closing = [[a.get("attr-name") for a in c.iter("modify-attr")] for c in document.find("input")][4:]
+        assert closing == [["a_person_helps.helps"], ["manager"]]
+    finally:
+        db.drop()

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from grammar import parse_table_key
 from publisher.model import value_text
 from publisher.model.catalogue import Column, MultiValued, Table
-from publisher.model.chains import chain_order
+from publisher.model.chains import chain_breaks, chain_order
 from publisher.progress import RowProgress
 from publisher.settings import Settings
 from publisher.source.dialects import Dialect
@@ -273,21 +273,32 @@ class _Chunks:
             if not self.table.key_is_primary:
                 objects = objects.group_by(*self.keys)
             keys = pa.array(conn.execute(objects.order_by(*self.keys)).scalars().all(), pa.string())
-            sources, targets = [], []
-            for attribute in named:
+            sources, targets, attributes = [], [], []
+            for number, attribute in enumerate(named):
                 for owner, target in conn.execute(self._references(attribute)):
                     sources.append(owner)
                     targets.append(target)
+                    attributes.append(number)
         source, target = (pc.fill_null(pc.index_in(pa.array(texts, pa.string()), value_set=keys), -1).to_numpy()
                           for texts in (sources, targets))
         del sources, targets
         both = (source >= 0) & (target >= 0)
-        ordered = keys.take(chain_order(source[both], target[both], np.arange(len(keys)))).to_pylist()
+        source, target, attribute_of = source[both], target[both], np.array(attributes, np.int64)[both]
+        rank = np.arange(len(keys))
+        ordered = keys.take(chain_order(source, target, rank)).to_pylist()
+        # Where objects name each other in a cycle, the one placed first reads references to
+        # objects logged after it: a type 8 of each such reference, once the class is logged.
+        closing = sorted({(keys[int(source[i])].as_py(), named[int(attribute_of[i])].name)
+                          for i in chain_breaks(source, target, rank).tolist()})
         if last_key is not None and last_key in ordered:
             ordered = ordered[ordered.index(last_key) + 1 :]
         table_key, event_type, perpetrator, table_name = self.columns
         insert = sa.insert(self.log).values(
             {event_type.name: sa.literal_column(str(ROW_QUERY_BACK)), perpetrator.name: PERPETRATOR,
+             table_name.name: self.name}
+        )
+        close = sa.insert(self.log).values(
+            {event_type.name: sa.literal_column(str(FIELD_QUERY_BACK)), perpetrator.name: PERPETRATOR,
              table_name.name: self.name}
         )
         progress.begin(self.name, count.before, len(ordered) if progress.shown else None)
@@ -297,6 +308,8 @@ class _Chunks:
             with self.engine.begin() as conn:
                 if part:
                     conn.execute(insert, [{table_key.name: key} for key in part])
+                if done and closing:
+                    conn.execute(close, [{table_key.name: key, self.column_name.name: name} for key, name in closing])
                 passes.record(conn, self.name, None if done else part[-1], len(part))
             count.logged += len(part)
             progress.advance(len(part))
