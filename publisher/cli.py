@@ -345,7 +345,7 @@ def _triggerless(options: dict[str, Any]) -> Any:
     if mode != "triggerless":
         return None
     from publisher.delivery.state import default_state_dir
-    from publisher.triggerless import TriggerlessOptions
+    from publisher.settings import TriggerlessOptions
 
     _require_db(options)
     # The event log's own options: a triggerless cycle reads whole tables and logs nothing.
@@ -376,6 +376,8 @@ def export(
 ) -> None:
     """Publish every pending row once, as one cycle, then write the statuses; or every
     event of a change format (--source)."""
+    from functools import partial
+
     from publisher.cycle import export as run_export
     from publisher.progress import progress_for
     from publisher.settings import Settings
@@ -385,9 +387,10 @@ def export(
     if triggerless is not None:
         if source != "eventlog":
             raise click.UsageError("--mode triggerless reads the database's tables, not --source FORMAT.")
-        from publisher.triggerless import export_triggerless
+        from publisher.publications import triggerless as publication
 
-        report = export_triggerless(Settings(**options), triggerless, out, progress_for(quiet))
+        opening = partial(publication.opened, options=triggerless)
+        report = run_export(Settings(**options), out, progress_for(quiet), opening)
         if report.state_unused and not quiet:
             click.echo(f"xdspub: {reason_text(report.state_unused)}", err=True)
     elif source == "eventlog":
@@ -398,7 +401,7 @@ def export(
         _require_db(options)
         report = run_export(Settings(**options), out, progress_for(quiet))
     else:
-        from publisher.cycle import export_changes
+        from publisher.publications import change_formats
         from publisher.source.cdc.formats import ChangeOptions, open_changes
 
         policy = [flag for flag, name in (("--exclude-columns", "exclude_columns"),
@@ -416,7 +419,8 @@ def export(
         )
         changes = open_changes(source, change_options)
         settings = Settings(**{**options, "tables": ()})  # numbers, not a selection
-        report = export_changes(settings, changes, out, progress_for(quiet))
+        opening = partial(change_formats.opened, changes=changes, out=out)
+        report = run_export(settings, out, progress_for(quiet), opening)
     _report(report, quiet)
 
 

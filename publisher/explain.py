@@ -13,7 +13,7 @@ from textwrap import dedent
 
 import pyarrow as pa
 
-from publisher.cycle import EventLogSource
+from publisher.publications.event_log import EventLogPublication
 from publisher.model import events as ev
 from publisher.model.commands import Command
 from publisher.model.statuses import Status, reason_text
@@ -97,7 +97,7 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
     return sorted([*explained.values(), *missing], key=lambda e: e.record_id)
 
 
-class _ChosenRows(EventLogSource):
+class _ChosenRows(EventLogPublication):
     """The event log with the chosen rows as its pending ones."""
 
     def __init__(self, settings: Settings, engine, dialect, log, rows: pa.Table) -> None:

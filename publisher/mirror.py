@@ -43,13 +43,14 @@ from publisher.errors import ConfigError
 from publisher.model.catalogue import Table
 from publisher.model.commands import association
 from publisher.model.value_text import DN
+from publisher.plans.triggerless_driver import EVERY_OBJECT, objects_now
 from publisher.reduce.objects import ATTRIBUTE, ERROR, KEY, attributes
 from publisher.render.validate import checked_bytes, documents
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.dialects import Dialect
+from publisher.source.query_back import CurrentRows
 from publisher.source.schema import published_catalogue
-from publisher.triggerless import objects_now
 
 Value = tuple[str, str]  # (XDS type, text)
 MIRROR_VERSION = 1  # PRAGMA user_version of a mirror file
@@ -373,10 +374,10 @@ def _compared(
         held = _mirror_objects(connection, table.name)
         database: dict[str, dict[str, set[Value]]] = {}
         failed: dict[str, str] = {}
-        objects, refused = objects_now(engine, dialect, catalogue, table)
+        objects, refused = objects_now(CurrentRows(engine, dialect, catalogue), table)
         if refused is not None:  # the class cannot be compared: one difference says why
             compared += 1
-            differences.append(Difference(table.name, "(every object)", reason=refused))
+            differences.append(Difference(table.name, EVERY_OBJECT, reason=refused))
             continue
         for row in objects.to_pylist():
             where = association(row[KEY], table.name, catalogue.schema)

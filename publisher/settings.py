@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from publisher.errors import ConfigError
 from publisher.model.policy import ColumnPolicy
@@ -45,6 +46,11 @@ class Settings:
     # JSON line per consumed row; None: none kept.
     lineage: str | None = None
 
+    def on_spark(self, rows: int) -> bool:
+        """Whether ``rows`` rows (a cycle's, a triggerless class's, its changes) are
+        reduced on Spark rather than in the driver: the one rule (docs/parameters.md)."""
+        return rows > self.small_cycle_rows
+
     @property
     def column_policy(self) -> ColumnPolicy:
         return ColumnPolicy(self.exclude_columns, self.hash_columns, self.hash_key)
@@ -57,3 +63,19 @@ class Settings:
                 raise ConfigError(
                     f"{name} {value!r} holds a character XML 1.0 cannot carry at position {position}"
                 )
+
+
+STARTUPS = ("resync", "future", "all")  # the driver's Startup Option 1, 2, 3
+
+
+@dataclass(frozen=True)
+class TriggerlessOptions:
+    """--mode triggerless (docs/triggerless.md): where the state is kept, and what the
+    first cycle without a usable state publishes."""
+
+    state_dir: Path
+    startup: str = "resync"
+
+    def __post_init__(self) -> None:
+        if self.startup not in STARTUPS:
+            raise ValueError(f"unknown startup {self.startup!r}")

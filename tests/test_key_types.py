@@ -17,7 +17,7 @@ from lxml import etree
 
 from grammar import format_table_key
 from publisher.cli import cli
-from publisher.cycle import CycleReport, run_cycle
+from publisher.cycle import CycleReport, run, run_cycle
 from publisher.delivery.sinks import FileSink, open_sink
 from publisher.mirror import apply_documents, verify_mirror
 from publisher.settings import Settings
@@ -25,7 +25,8 @@ from publisher.source.event_log import open_event_log
 from publisher.source import resync as resync_module
 from publisher.source.database import connect, run_scripts
 from publisher.source.triggers import FLAVOURS, trigger_script
-from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
+from publisher.publications.triggerless import TriggerlessPublication
+from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, make_sample_db
 
 PUBLISHER = "xdspub-keys"  # not the user making the changes: they are no loopback
@@ -263,8 +264,8 @@ def test_each_type_as_key_and_value_publishes_one_text_in_every_path(keys_db, fl
 def triggerless(db: SampleDb, settings: Settings, tmp_path: Path) -> Model:
     """The objects a first triggerless cycle (--startup all) publishes."""
     options = TriggerlessOptions(tmp_path / "state", "all")
-    with TriggerlessPublisher(settings, options, db.engine, db.dialect) as publisher:
-        report = publisher.cycle(open_sink(str(tmp_path / "triggerless"), 3))
+    with TriggerlessPublication(settings, options, db.engine, db.dialect) as publisher:
+        report = run(settings, publisher, open_sink(str(tmp_path / "triggerless"), 3))
     assert report.failed == []
     assert report.on_spark == (settings.small_cycle_rows == 0)  # every class has rows
     model: Model = {}
@@ -473,8 +474,8 @@ def test_a_zoned_time_has_one_utc_text_whatever_the_sessions_zone(zoned_db, tmp_
     assert result.exit_code == 0, result.output
     assert applied({}, db.publish(), db.db.schema) == db.expected(1)
     options = TriggerlessOptions(tmp_path / "state", "all")
-    with TriggerlessPublisher(db.settings, options, db.engine, db.dialect) as publisher:
-        assert publisher.cycle(open_sink(str(tmp_path / "triggerless"), 3)).failed == []
+    with TriggerlessPublication(db.settings, options, db.engine, db.dialect) as publisher:
+        assert run(db.settings, publisher, open_sink(str(tmp_path / "triggerless"), 3)).failed == []
     model = {}
     for path in sorted((tmp_path / "triggerless").glob("*.xml")):
         model = applied(model, etree.parse(str(path)).getroot(), db.db.schema)
@@ -552,9 +553,9 @@ def test_a_value_naming_a_collated_key_is_published_as_the_named_row_holds_it(ki
         db.execute(f"INSERT INTO {db.table('staff_depts')} (id, dept) VALUES (1, 'cN')")
         out = tmp_path / "out"
         if flavour == "triggerless":
-            with TriggerlessPublisher(settings, TriggerlessOptions(tmp_path / "state", "all"), db.engine,
+            with TriggerlessPublication(settings, TriggerlessOptions(tmp_path / "state", "all"), db.engine,
                                       db.dialect) as publisher:
-                assert publisher.cycle(open_sink(str(out), 3)).failed == []
+                assert run(settings, publisher, open_sink(str(out), 3)).failed == []
         else:
             report = run_cycle(settings, db.engine, db.dialect, open_event_log(db.engine, db.dialect, settings),
                                open_sink(str(out), 3))

@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from publisher.cli import cli
-from publisher.cycle import run_cycle
+from publisher.cycle import export, run_cycle
 from publisher.delivery.documents import document_bytes
 from publisher.delivery.sinks import open_sink
 from publisher.mirror import Difference, apply_documents, verify_mirror
@@ -23,7 +24,8 @@ from publisher.source.event_log import open_event_log
 from publisher.source.init_db import init_db
 from publisher.source.resync import resync
 from publisher.source.triggers import trigger_script
-from publisher.triggerless import TriggerlessOptions, export_triggerless
+from publisher.publications import triggerless
+from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, make_sample_db
 from tests.test_brokers import jetstream, rabbitmq  # noqa: F401 (fixtures)
 
@@ -321,7 +323,7 @@ def test_a_history_published_without_triggers_reproduces_the_database(tmp_path):
         mirror, out = tmp_path / "m.db", tmp_path / "out"
         for statements in HISTORY:
             changed(db, statements)
-            export_triggerless(settings, options, str(out))
+            export(settings, str(out), opening=partial(triggerless.opened, options=options))
             assert apply_documents([str(out)], mirror).failure is None
 
         assert [str(d) for d in verify_mirror(settings, mirror)] == []

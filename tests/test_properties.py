@@ -30,13 +30,14 @@ import json
 import os
 import uuid
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, Phase, given, settings
 
-from publisher.cycle import run_cycle
+from publisher.cycle import export, run_cycle
 from publisher.delivery.sinks import open_sink
 from publisher.mirror import apply_documents, verify_mirror
 from publisher.progress import SilentRows
@@ -47,7 +48,8 @@ from publisher.source.identifiers import quoted
 from publisher.source.init_db import init_db
 from publisher.source.resync import resync
 from publisher.source.triggers import trigger_script
-from publisher.triggerless import TriggerlessOptions, export_triggerless
+from publisher.publications import triggerless
+from publisher.settings import TriggerlessOptions
 from tests.conftest import server_url
 from tests.schemas import MOODS, TYPES, Schema, examples, statement, types_on
 
@@ -158,7 +160,7 @@ def published_and_verified(example: dict, way: str, folder: Path, on_spark: bool
                 db.install_triggers("field")
                 resync(db.engine, db.dialect, db.settings, 2, False, SilentRows())
             if way == "triggerless":
-                report = export_triggerless(settings_, TriggerlessOptions(folder / "state", "all"), str(out))
+                report = export(settings_, str(out), opening=partial(triggerless.opened, options=TriggerlessOptions(folder / "state", "all")))
                 assert not report.failed, f"cycle {number}: objects failed: {report.failed}"
             else:
                 log = open_event_log(db.engine, db.dialect, settings_)

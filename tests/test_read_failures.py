@@ -13,7 +13,9 @@ from lxml import etree
 
 from publisher.delivery.sinks import open_sink
 from publisher.explain import explain
-from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
+from publisher.cycle import run
+from publisher.publications.triggerless import TriggerlessPublication
+from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, make_sample_db
 
 # A view whose read raises for the row idu = 3 only, as each database raises.
@@ -142,8 +144,8 @@ def test_triggerless_a_class_read_refused_keeps_its_state_and_the_rest_publishes
     settings = replace(db.settings, **overrides)
 
     def cycle(name: str):
-        with TriggerlessPublisher(settings, options, db.engine, db.dialect) as publisher:
-            report = publisher.cycle(open_sink(str(tmp_path / name), 3))
+        with TriggerlessPublication(settings, options, db.engine, db.dialect) as publisher:
+            report = run(settings, publisher, open_sink(str(tmp_path / name), 3))
         assert report.on_spark == bool(overrides)
         return report
 

@@ -6,6 +6,7 @@ that names the deleted object; runs stay whole where no reference ties two objec
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -280,11 +281,13 @@ def _person(db: SampleDb, key: int) -> str:
 
 def _triggerless(db: SampleDb, tmp_path: Path, out: str, **overrides: object) -> etree._Element:
     """One triggerless cycle (startup all), its documents as one list of commands."""
-    from publisher.triggerless import TriggerlessOptions, export_triggerless
+    from publisher.cycle import export
+    from publisher.publications import triggerless
+    from publisher.settings import TriggerlessOptions
 
     folder = tmp_path / out
-    report = export_triggerless(_chain_settings(db, **overrides), TriggerlessOptions(tmp_path / "state", "all"),
-                                str(folder))
+    report = export(_chain_settings(db, **overrides), str(folder),
+                    opening=partial(triggerless.opened, options=TriggerlessOptions(tmp_path / "state", "all")))
     assert report.failed == []
     document = etree.Element("output")
     commands = etree.SubElement(document, "input")

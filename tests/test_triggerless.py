@@ -31,7 +31,9 @@ from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.reduce.objects import KEY, ORDER, key_order, parent_objects
 from publisher.render.xds import JDBC_NAMESPACE
 from publisher.settings import Settings
-from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher, database_identity
+from publisher.cycle import run
+from publisher.publications.triggerless import TriggerlessPublication, database_identity
+from publisher.settings import TriggerlessOptions
 from tests.test_unusual_schemas import LOG, PERSON, UnusualDb
 
 Model = dict[tuple[str, str], dict[str, set[str]]]  # (class, association): attribute values
@@ -79,8 +81,8 @@ class Publisher:
         self.cycles += 1
         out = out or self.tmp_path / f"{self.state.name}-{self.cycles}"
         options = TriggerlessOptions(self.state, startup)
-        with TriggerlessPublisher(self.settings, options, self.db.engine, self.db.dialect) as publisher:
-            report = publisher.cycle(open_sink(str(out), 3))
+        with TriggerlessPublication(self.settings, options, self.db.engine, self.db.dialect) as publisher:
+            report = run(self.settings, publisher, open_sink(str(out), 3))
         return out, report
 
 

@@ -24,7 +24,9 @@ from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.resync import resync
 from publisher.source.schema import ViewColumn, reflect_catalogue, view_column
-from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
+from publisher.cycle import run
+from publisher.publications.triggerless import TriggerlessPublication
+from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, canonical, make_sample_db
 
 MIXED = "UsrView"  # SQLite: names differing in case alone are one name
@@ -176,8 +178,8 @@ def test_triggerless_cycles_publish_a_view_as_its_tables(kind, tmp_path, spark):
             for settings in publishers:
                 out = tmp_path / f"{number}-{settings.small_cycle_rows}.xml"
                 options = TriggerlessOptions(tmp_path / f"state-{settings.small_cycle_rows}", startup)
-                with TriggerlessPublisher(settings, options, db.engine, db.dialect) as publisher:
-                    report = publisher.cycle(open_sink(str(out), 128))
+                with TriggerlessPublication(settings, options, db.engine, db.dialect) as publisher:
+                    report = run(settings, publisher, open_sink(str(out), 128))
                 assert report.on_spark == (settings.small_cycle_rows == 0) and not report.failed
                 documents.append(etree.parse(str(out)).getroot())
                 assert_views_publish_as_usr(documents[-1], in_order=False)

@@ -124,16 +124,25 @@ class NewGeneration:
             (self.path / self.classes[table]).mkdir()
         return self.path / self.classes[table]
 
-    def write_table(self, table: str, data: pa.Table) -> None:
-        pq.write_table(data, self.class_folder(table) / "part-0.parquet")
-
-    def link_class(self, table: str, files: list[Path]) -> None:
-        """``table``'s previous files, unchanged, made this generation's: hard links where
-        the filesystem has them, else copies."""
+    def keep_class(self, table: str, state: pa.Table | list[str] | None, reads: dict[str, str] | None,
+                   previous: Previous) -> None:
+        """``table``'s new state as a plan hands it (plans.ComparedClass): a table, written
+        here; the files a plan wrote in ``class_folder(table)`` in bucket order, named as
+        this state's parts; or None: the ``previous`` state's files and reads kept as they
+        were (hard links where the filesystem has them, else copies)."""
         folder = self.class_folder(table)
-        for path in files:
-            if not hard_link(path, folder / path.name):
-                shutil.copyfile(path, folder / path.name)
+        if state is None:
+            for path in previous.files(table):
+                if not hard_link(path, folder / path.name):
+                    shutil.copyfile(path, folder / path.name)
+            reads = previous.reads.get(table)
+        elif isinstance(state, pa.Table):
+            pq.write_table(state, folder / _part_name(0))
+        else:
+            for number, path in enumerate(state):
+                os.replace(path, folder / _part_name(number))
+        if reads is not None:
+            self.reads[table] = reads
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -252,6 +261,11 @@ class StateFolder:
 
     def begin(self, generation: int) -> NewGeneration:
         return NewGeneration(self, generation)
+
+
+def _part_name(number: int) -> str:
+    """A class's state file: parts in bucket order, as their names sort (Previous.files)."""
+    return f"part-{number:05d}.parquet"
 
 
 def hard_link(existing: str | Path, new: Path) -> bool:

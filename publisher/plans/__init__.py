@@ -9,31 +9,31 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from publisher.delivery.ordered import OrderedCommands, RunSource, write_ordered
-from publisher.delivery.state import NewGeneration, Previous
-from publisher.model.catalogue import Catalogue, Table
+from publisher.delivery.ordered import OrderedCommands, RunSource
+from publisher.model.catalogue import Catalogue
 from publisher.model.rows import Note
-from publisher.model.statuses import StatusRange
 from publisher.progress import CycleProgress
-from publisher.reduce.objects import Change, FirstIds, event_ids
-from publisher.render.changes import rendered_changes
+from publisher.reduce.objects import Change, FirstIds
 from publisher.report import CycleReport
+from publisher.source.query_back import CurrentRows
 
 if TYPE_CHECKING:
     from publisher.plans.reads import Read
 
 
 class CycleSource(Protocol):
-    """Where a cycle's rows come from, and where their outcome goes."""
+    """Where an event-log plan's rows come from (the event log, or a change format's
+    events staged as its rows)."""
 
     catalogue: Catalogue
     loopback_user: str | None  # rows this user made are consumed unpublished
+    current: CurrentRows | None  # query-back reads (source/query_back.py); None: none asked
 
     def count(self) -> int:
         """How many rows the cycle will read."""
@@ -45,28 +45,9 @@ class CycleSource(Protocol):
     def pending_rows(self) -> pa.Table:
         """The rows to publish (rows.PENDING), read by the driver."""
 
-    def current_read(
-        self, table: Table, key_names: Sequence[str], wanted: list | None, parts: Callable[[int], int]
-    ) -> Read:
-        """The current rows of ``table`` for query-back (source/query_back.py), of the
-        objects whose ``key_names`` hold ``wanted`` (None: all), for the Python workers to
-        read; a whole table in ``parts(rows)`` ranges where it can be split."""
-
-    def current_rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
-        """The same, read by the driver."""
-
-    def current_check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
-        """The same, read by the driver and let go: DBAPIError when the database refuses."""
-
     def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
         """The rows read are known (the rows rejected on reading among them): start writing
         their statuses, uncommitted, where the source can; ``acknowledge`` commits them."""
-
-    def acknowledge(self, ranges: list[StatusRange]) -> None:
-        """The documents are durable: record the rows' outcome."""
-
-    def close(self) -> None:
-        """The cycle is over: undo what was not acknowledged."""
 
 
 @dataclass(frozen=True)
@@ -89,13 +70,19 @@ class ComparedClass:
     objects read, those that cannot be published (canonical key, reason), the changes by
     kind, and ``runs(first_ids, local_time)``: its commands rendered, its adds and modifies
     numbered from ``first_ids[0]``, its deletes from ``first_ids[1]`` and its completing
-    modifies from ``first_ids[2]`` (reduce/objects.event_ids), as sorted runs (delivery/ordered.py). ``unchanged``: its
-    rows were read byte for byte as the state's, and not compared."""
+    modifies from ``first_ids[2]`` (reduce/objects.event_ids), as sorted runs
+    (delivery/ordered.py). ``state``: the class's new state, a table or the files written
+    where the state store said, in bucket order; None: the previous state is kept as it
+    was (the class unchanged, or not read). ``reads``: each range read's digest, kept
+    with the state (docs/triggerless.md, A cycle with no change). ``unchanged``: its rows
+    were read byte for byte as the state's, and not compared."""
 
     objects: int
     failed: list[tuple[str, str]]
     changes: Counter
     runs: Callable[[FirstIds, "str | None"], list[RunSource]]
+    state: pa.Table | list[str] | None
+    reads: dict[str, str] | None = None
     unchanged: bool = False
 
     @property
@@ -109,33 +96,6 @@ class ComparedClass:
     @property
     def completing(self) -> int:
         return self.changes[Change.COMPLETING]
-
-
-EVERY_OBJECT = "(every object)"  # the key a class whose table was not read is reported under
-
-
-def unread_class(table: Table, previous: Previous, generation: NewGeneration, reason: str) -> ComparedClass:
-    """A class whose table (or a child table) the database refuses to read, as a triggerless
-    cycle takes it (docs/statuses.md, Read failures): nothing published for it, its
-    previous state kept as it was, the cycle goes on."""
-    generation.link_class(table.name, previous.files(table.name))
-    if table.name in previous.reads:
-        generation.reads[table.name] = previous.reads[table.name]
-    return ComparedClass(0, [(EVERY_OBJECT, reason)], Counter(), lambda _first_ids, _local_time: [])
-
-
-
-def rendered_in_driver(
-    table: Table, schema: str, changes: pa.Table, first_ids: FirstIds, local_time: str | None,
-    self_references: Sequence[str],
-) -> list[RunSource]:
-    """A triggerless class's changes rendered here, numbered from ``first_ids``
-    (reduce/objects.event_ids), as one sorted run in memory: for few changes, a Spark job
-    costs more than it saves."""
-    ids = event_ids(table, changes, first_ids, schema, self_references)
-    buffer = pa.BufferOutputStream()
-    write_ordered(rendered_changes(table, schema, changes, ids, local_time), buffer)
-    return [buffer.getvalue()]
 
 
 class Phases:

@@ -36,7 +36,7 @@ def _state(source: CycleSource, census: Census, unread: Unread) -> Iterator[pa.R
     of their child tables: read by key when few, else whole, as on Spark. What the
     database refuses to read goes into ``unread``."""
     for table, part, keyed in state_reads(source.catalogue, census.wanted):
-        found, failed = isolated(partial(source.current_rows, part, part.key_columns), part, keyed)
+        found, failed = isolated(partial(source.current.rows, part, part.key_columns), part, keyed)
         unread.add(table, failed)
         state = current_pass(source.catalogue, table, part)
         for rows in found:

@@ -6,6 +6,8 @@ import hashlib
 import os
 import shutil
 import sys
+import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +17,7 @@ import pyarrow as pa
 from publisher.source.dialects import DIALECTS
 
 if TYPE_CHECKING:
+    from publisher.plans import Phases
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 2 cores
@@ -60,6 +63,30 @@ def spark_session(master: str = "local[*]") -> SparkSession:
 
 
 @lru_cache(maxsize=None)
+def start_spark(master: str, phases: Phases) -> None:
+    """The process's Spark session, started (and warmed up) before a cycle's phases: its
+    start is reported apart, and the progress display follows its tasks."""
+    started = time.monotonic()
+    spark = spark_session(master)
+    phases.report.spark_start_seconds = time.monotonic() - started
+    phases.report.on_spark = True
+    phases.progress.attach(running_tasks(spark))
+
+
+def running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
+    """How many of the running stages' tasks are done, of how many (None: no stage runs)."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def tasks() -> tuple[int, int] | None:
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        stages = [s for s in stages if s is not None]
+        if not stages:
+            return None
+        return sum(s.numCompletedTasks for s in stages), sum(s.numTasks for s in stages)
+
+    return tasks
+
+
 def _session(master: str, driver_options: str) -> SparkSession:
     from pyspark.sql import SparkSession
 

@@ -4,8 +4,6 @@ spilling its commands for the driver to put in order (delivery/ordered.py)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,20 +32,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
-    """How many of the running stages' tasks are done, of how many (None: no stage runs)."""
-    tracker = spark.sparkContext.statusTracker()
-
-    def tasks() -> tuple[int, int] | None:
-        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-        stages = [s for s in stages if s is not None]
-        if not stages:
-            return None
-        return sum(s.numCompletedTasks for s in stages), sum(s.numTasks for s in stages)
-
-    return tasks
-
-
 def _state(spark: SparkSession, exchange: Exchange, source: CycleSource, wanted: Wanted,
            read: ReadTable) -> Unread:
     """The query-back state written to the exchange, in one job; when that job fails, what
@@ -61,7 +45,7 @@ def _state(spark: SparkSession, exchange: Exchange, source: CycleSource, wanted:
     except Exception:
         unread = Unread()
         for table, part, keyed in state_reads(source.catalogue, wanted):
-            _, failed = isolated(partial(source.current_check, part, part.key_columns), part, keyed)
+            _, failed = isolated(partial(source.current.check, part, part.key_columns), part, keyed)
             unread.add(table, failed)
         if not unread:
             raise  # not a read the database refuses
@@ -70,15 +54,11 @@ def _state(spark: SparkSession, exchange: Exchange, source: CycleSource, wanted:
 
 
 def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases: Phases) -> Reduced:
-    """The cycle's commands and statuses, on the process's Spark session (started here on
-    first use); the object pass spills into ``work``."""
+    """The cycle's commands and statuses, on the process's Spark session (started by the
+    cycle: plans/session.start_spark); the object pass spills into ``work``."""
     from publisher.plans.session import spark_session
 
-    started = time.monotonic()
     spark = spark_session(settings.spark_master)
-    phases.report.spark_start_seconds = time.monotonic() - started
-    phases.report.on_spark = True
-    phases.progress.attach(running_tasks(spark))
     phases.begin("reading and classifying")
     classify = p.classify_rows(
         source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
@@ -97,7 +77,7 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     source.mark_early(census.runs, census.rejected)
 
     def read(table, key_names, wanted):
-        return source.current_read(table, key_names, wanted, parts_for)
+        return source.current.read(table, key_names, wanted, parts_for)
 
     phases.begin("reducing and rendering", rows=census.rows)
     unread = _state(spark, exchange, source, census.wanted, read)

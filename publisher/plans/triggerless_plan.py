@@ -14,7 +14,6 @@ renders them into a sorted run, which the driver merges with the others by event
 from __future__ import annotations
 
 import hashlib
-import time
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -29,15 +28,16 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from publisher.delivery.ordered import RunSource, first_failure, write_ordered
-from publisher.delivery.state import NewGeneration, Previous, hard_link
+from publisher.delivery.state import Previous, hard_link
 from publisher.model.catalogue import Table
 from publisher.errors import SinkError
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
-from publisher.plans import ComparedClass, Phases, rendered_in_driver, unread_class
+from publisher.plans import ComparedClass
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import Read, frame
 from publisher.plans.tasks import spill, write_failure
-from publisher.plans.spark_plan import ROWS_PER_RANGE, running_tasks
+from publisher.plans.spark_plan import ROWS_PER_RANGE
+from publisher.plans.triggerless_driver import rendered_in_driver, unread_class
 from publisher.reduce.objects import (
     ATTRIBUTE,
     CHILD_VALUES,
@@ -59,12 +59,11 @@ from publisher.reduce.objects import (
 )
 from publisher.render.changes import rendered_changes
 from publisher.source.copy_read import CopyRanges
-from publisher.source.query_back import current_check, current_read, isolated
+from publisher.settings import Settings
+from publisher.source.query_back import CurrentRows, isolated
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-    from publisher.triggerless import TriggerlessPublisher
 
 OBJECTS_PER_TASK = 200_000  # objects a comparing task holds, about
 NEW, CHILD, OLD = "new", "child", "old"  # the kinds of bucket files, by name
@@ -166,9 +165,9 @@ def _write_table(stream: BinaryIO, table: pa.Table) -> int:
     return table.num_rows
 
 
-def _part_names(buckets: int) -> list[str]:
-    """The names of the state's files of ``buckets`` buckets, in bucket order."""
-    return [f"part-{number:05d}.parquet" for number in range(buckets)]
+def _bucket_files(folder: str | Path, buckets: int) -> list[Path]:
+    """The new state's files of ``buckets`` buckets in ``folder``, in bucket order."""
+    return [Path(folder) / f"bucket-{number:05d}.parquet" for number in range(buckets)]
 
 
 def _read_all(paths: list[str], schema: pa.Schema) -> pa.Table:
@@ -197,7 +196,7 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
                 elif has_previous:
                     old = _read_all(files.get((OLD, number), []), state_schema(table))
                 comparison = compare(table, old, current, startup)
-                part = Path(state_folder) / _part_names(number + 1)[number]
+                part = _bucket_files(state_folder, number + 1)[number]
                 unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
                 try:
                     part.unlink(missing_ok=True)  # a task run again
@@ -221,34 +220,23 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
     return run
 
 
-def start_spark(master: str, phases: Phases) -> None:
-    """The process's Spark session, started (and warmed up) before the cycle's phases, as
-    the event-log plan's: its start is reported apart."""
+def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, rows: int, previous: Previous,
+                     startup: str | None, new_state: Path, work: Path) -> ComparedClass:
+    """One class of ``rows`` rows compared on the process's Spark session (started by the
+    cycle: plans/session.start_spark); its new state's files written in ``new_state``."""
     from publisher.plans.session import spark_session
 
-    started = time.monotonic()
-    spark = spark_session(master)
-    phases.report.spark_start_seconds = time.monotonic() - started
-    phases.report.on_spark = True
-    phases.progress.attach(running_tasks(spark))
-
-
-def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, previous: Previous,
-                     startup: str | None, generation: NewGeneration, work: Path) -> ComparedClass:
-    """One class of ``rows`` rows compared on the process's Spark session (start_spark)."""
-    from publisher.plans.session import spark_session
-
-    spark = spark_session(publisher.settings.spark_master)
+    spark = spark_session(settings.spark_master)
     cores = spark.sparkContext.defaultParallelism
 
     def parts(count: int) -> int:
         return max(cores, -(-count // ROWS_PER_RANGE))
 
     buckets = cores * max(2, -(-rows // (OBJECTS_PER_TASK * cores)))
-    engine, dialect, catalogue = publisher.engine, publisher.dialect, publisher.catalogue
+    catalogue = current.catalogue
     parts_read = [(table, parent_objects(catalogue, table), NEW, current_schema(table))]
     parts_read += [(child, child_values(catalogue, table, child), CHILD, CHILD_VALUES) for child in table.children()]
-    reads = [(current_read(engine, dialect, catalogue, part, part.key_columns, None, parts), body, kind, schema)
+    reads = [(current.read(part, part.key_columns, None, parts), body, kind, schema)
              for part, body, kind, schema in parts_read]
     # Ranges whose rows are byte for byte those the state was kept from need no objects
     # made: only where every read of the class is in COPY ranges with a digest.
@@ -277,7 +265,7 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     old_files = [str(path) for path in previous.files(table.name)]
     # The previous cycle's parts are in this cycle's buckets when it had as many: each
     # comparing task reads its own part, and the state is not read twice.
-    own_parts = old_files if [Path(f).name for f in old_files] == _part_names(buckets) else None
+    own_parts = old_files if len(old_files) == buckets else None
     if old_files and own_parts is None:
         numbers = _numbers(spark, len(old_files))
         writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
@@ -287,18 +275,15 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     except SinkError:
         raise
     except Exception:  # a read the database refuses fails the class alone: which, if any
-        schema = catalogue.schema if dialect.has_schemas else None
         for part, *_ in parts_read:
-            _, failed = isolated(partial(current_check, engine, schema, part, part.key_columns), part, None)
+            _, failed = isolated(partial(current.check, part, part.key_columns), part, None)
             if failed:
-                return unread_class(table, previous, generation, failed[None])
+                return unread_class(failed[None])
         raise
     digests = {r.range_read: r.digest for r in written if r.range_read is not None}
     if known and digests == known:  # every range as the state's: the class did not change
-        generation.link_class(table.name, previous.files(table.name))
-        generation.reads[table.name] = digests
         objects = sum(pq.ParquetFile(path).metadata.num_rows for path in old_files)
-        return ComparedClass(objects, [], Counter(), lambda _first_ids, _local_time: [], unchanged=True)
+        return ComparedClass(objects, [], Counter(), lambda _first_ids, _local_time: [], None, unchanged=True)
     unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
     if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
         written += _collected(read_jobs(unchanged, {}))
@@ -306,9 +291,8 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
     for report in written:
         if report.path is not None:
             files[(Path(report.path).name.split("-", 1)[0].lstrip("."), report.bucket)].append(report.path)
-    state_folder = generation.class_folder(table.name)
     comparer = _comparer(table, dict(files), previous.classes is not None, own_parts, startup,
-                         str(state_folder), str(work))
+                         str(new_state), str(work))
     compared = _numbers(spark, buckets).mapInArrow(comparer, COMPARED.ddl).collect()
     first_failure(compared)
     self_references = catalogue.self_references(table)
@@ -320,8 +304,8 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
         counts.update(change_counts(_read_all([path], pa.schema([]))))
 
     def runs(first_ids: FirstIds, local_time: str | None) -> list[RunSource]:
-        schema = publisher.catalogue.schema
-        if sum(counts.values()) <= publisher.settings.small_cycle_rows:
+        schema = catalogue.schema
+        if not settings.on_spark(sum(counts.values())):
             changes = _read_all(files_of_changes, pa.schema([]))
             return rendered_in_driver(table, schema, changes, first_ids, local_time,
                                       self_references) if changes.num_rows else []
@@ -329,9 +313,10 @@ def compare_on_spark(publisher: TriggerlessPublisher, table: Table, rows: int, p
                               self_references, work)
 
     failed = [(r.object_key, r.reason) for r in compared if r.object_key is not None]
-    if digested and not failed:  # a failed object kept its old state: its range must be read again
-        generation.reads[table.name] = digests
-    return ComparedClass(sum(r.objects or 0 for r in compared), failed, counts, runs)
+    # A failed object kept its old state: its range must be read again.
+    reads = digests if digested and not failed else None
+    return ComparedClass(sum(r.objects or 0 for r in compared), failed, counts, runs,
+                         [str(path) for path in _bucket_files(new_state, buckets)], reads)
 
 
 def _numbers(spark, count: int) -> DataFrame:

@@ -14,24 +14,28 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
+from functools import partial
 
 import sqlalchemy as sa
 
-from publisher.cycle import CycleReport, run_cycle
-from publisher.delivery.lock import PublisherLock, lock_name
+from publisher.cycle import CycleReport, run
+from publisher.delivery.lock import PublisherLock
 from publisher.delivery.sinks import FileSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
 from publisher.service.logs import log
 from publisher.service.metrics import Metrics
 from publisher.service.wake_ups import WakeUps
 from publisher.settings import Settings
-from publisher.source.database import connect, libpq_conninfo, run_scripts
+from publisher.publications import Publication
+from publisher.publications.event_log import EventLogPublication
+from publisher.publications.triggerless import TriggerlessPublication
+from publisher.settings import TriggerlessOptions
+from publisher.source.database import connect, run_scripts
 from publisher.source.dialects import Dialect
-from publisher.source.event_log import EventLog, open_event_log, pending_probe
+from publisher.source.event_log import open_event_log
 from publisher.source.schema import published_catalogue
-from publisher.triggerless import TriggerlessOptions, TriggerlessPublisher
 
 MAX_BACKOFF_SECONDS = 60.0
 
@@ -70,62 +74,49 @@ class PollingService:
         engine, dialect = self._connect()
         if engine is None:
             return 0
-        if self.triggerless is not None:
-            with TriggerlessPublisher(self.settings, self.triggerless, engine, dialect) as publisher:
-                self._serve_triggerless(publisher)
-            engine.dispose()
-            log(logging.INFO, "stopped")
-            return 0
-        log_table = open_event_log(engine, dialect, self.settings)
-        published_catalogue(self.settings, engine, dialect)  # a bad --tables: exit 2 at once
-        lock = PublisherLock(engine, dialect, lock_name(self.settings))
-        if (self.settings.query_limit or 0) > self.settings.small_cycle_rows:
-            self._warm_spark()  # a cycle may be too big for the driver: Spark ready before it
-        with self._wake_ups(engine, dialect, log_table):
-            self._serve(engine, dialect, log_table, lock)
-        lock.release()
-        engine.dispose()
+        self.engine, self.dialect = engine, dialect
+        with ExitStack() as stack:
+            stack.callback(engine.dispose)
+            if self.triggerless is not None:
+                publication = stack.enter_context(
+                    TriggerlessPublication(self.settings, self.triggerless, engine, dialect)
+                )
+            else:
+                publication = EventLogPublication(
+                    self.settings, engine, dialect, open_event_log(engine, dialect, self.settings)
+                )
+                published_catalogue(self.settings, engine, dialect)  # a bad --tables: exit 2 at once
+            if publication.lock is not None:
+                stack.callback(publication.lock.release)
+            if self.settings.on_spark(self.settings.query_limit or 0):
+                self._warm_spark()  # a cycle may be too big for the driver: Spark ready before it
+            stack.enter_context(self._wake_ups(publication))
+            self._every_interval(partial(self._poll, publication))
         log(logging.INFO, "stopped")
         return 0
 
-    def _serve(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog, lock: PublisherLock) -> None:
-        def poll() -> bool:
-            if not lock.held() and not self._acquire(lock):
-                return False  # asked to stop while waiting
-            self.wake.clear()  # a wake-up from now on means rows this poll may miss
-            if not self._probe(engine, dialect, log_table):
+    def _poll(self, publication: Publication) -> bool:
+        """One poll: a cycle when rows wait (or when only a cycle can tell); True to pause
+        an interval after it."""
+        lock = publication.lock
+        if lock is not None and not lock.held() and not self._acquire(lock):
+            return False  # asked to stop while waiting
+        self.wake.clear()  # a wake-up from now on means rows this poll may miss
+        waiting = publication.waiting()
+        if waiting is not None:
+            count, lag = waiting
+            self.metrics.pending.set(count)
+            self.metrics.lag.set(lag)
+            if not count:
                 self._heartbeat_if_due()
                 return True
-            report = self._cycle(engine, dialect, log_table)
+        report = self._cycle(publication)
+        if report.commands or waiting is not None:
             self.last_active = time.monotonic()
-            # A full Query Limit: more are waiting, no pause.
-            return not (self.settings.query_limit and report.rows >= self.settings.query_limit)
-
-        self._every_interval(poll)
-
-    def _serve_triggerless(self, publisher: TriggerlessPublisher) -> None:
-        """Every interval, one triggerless cycle (docs/triggerless.md); a failed one is
-        retried with a growing pause, its state untouched."""
-
-        def compare() -> bool:
-            started = time.monotonic()
-            report = publisher.cycle(self.sink)
-            seconds = time.monotonic() - started
-            self.metrics.cycle.observe(seconds)
-            if report.state_unused:
-                log(logging.INFO, "state not used", reason=report.state_unused)
-            for name, key, why in report.failed:
-                log(logging.ERROR, "object", table=name, key=key, status="E", reason=why)
-            if report.commands:
-                self.last_active = time.monotonic()
-            else:
-                self._heartbeat_if_due()
-            log(logging.INFO, "cycle", objects=report.objects, commands=report.commands,
-                documents=report.documents, failed=len(report.failed), seconds=f"{seconds:.2f}",
-                **{f"objects_{k}": v for k, v in sorted(report.changes.items())})
-            return True
-
-        self._every_interval(compare)
+        else:
+            self._heartbeat_if_due()
+        # A full Query Limit: more are waiting, no pause.
+        return not (self.settings.query_limit and report.rows >= self.settings.query_limit)
 
     def _every_interval(self, cycle: Callable[[], bool]) -> None:
         """Run ``cycle`` until stopped, pausing an interval after each one that asks for it
@@ -155,19 +146,15 @@ class PollingService:
             log(logging.INFO, "heartbeat")
             self.last_active = time.monotonic()
 
-    def _wake_ups(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> AbstractContextManager:
-        """Listening for the event log's notifications, where it has the wake-up trigger."""
-        if not (self.options.wake and dialect.wake_channel_query):
+    def _wake_ups(self, publication: Publication) -> AbstractContextManager:
+        """Listening for the source's notifications, where it sends them."""
+        channel = publication.wake_channel() if self.options.wake else None
+        if isinstance(channel, str):
+            log(logging.INFO, "polling only", reason=channel)
+        if not isinstance(channel, tuple):
             return nullcontext()
-        table = log_table.table
-        with engine.connect() as conn:
-            channel = conn.execute(
-                sa.text(dialect.wake_channel_query), {"schema": table.schema, "table": table.name}
-            ).scalar()
-        if channel is None:
-            log(logging.INFO, "polling only", reason="the event log has no wake-up trigger (init-db --wake)")
-            return nullcontext()
-        return WakeUps(libpq_conninfo(engine), channel, self.wake, MAX_BACKOFF_SECONDS)
+        conninfo, name = channel
+        return WakeUps(conninfo, name, self.wake, MAX_BACKOFF_SECONDS)
 
     def _connect(self) -> tuple[sa.Engine | None, Dialect | None]:
         backoff = self.options.interval
@@ -200,41 +187,29 @@ class PollingService:
             self.stopping.wait(self.options.interval)
         return False
 
-    def _probe(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> int:
-        query = pending_probe(log_table, dialect, self.settings.future_events)
-        with engine.connect() as conn:
-            count, lag = conn.execute(query).one()
-        self.metrics.pending.set(count)
-        self.metrics.lag.set(max(0.0, float(lag or 0)))
-        return count
-
-    def _cycle(self, engine: sa.Engine, dialect: Dialect, log_table: EventLog) -> CycleReport:
+    def _cycle(self, publication: Publication) -> CycleReport:
         started = time.monotonic()
-        report = run_cycle(self.settings, engine, dialect, log_table, self.sink)
-        if self.options.post_statements and not self.settings.dry_run:
-            run_scripts(engine, dialect, [self.options.post_statements])
+        report = run(self.settings, publication, self.sink)
+        if self.options.post_statements and not self.settings.dry_run and (report.rows or report.commands):
+            run_scripts(self.engine, self.dialect, [self.options.post_statements])
         seconds = time.monotonic() - started
         self.metrics.cycle.observe(seconds)
         for letter, count in report.by_status.items():
             self.metrics.rows.labels(letter).inc(count)
+        if report.compared:  # objects not published stay pending (docs/triggerless.md)
+            self.metrics.rows.labels("E").inc(len(report.failed))
+            self.metrics.pending.set(len(report.failed))
+        if report.state_unused:
+            log(logging.INFO, "state not used", reason=report.state_unused)
         for record_id, letter, why in report.notes:
             level = logging.ERROR if letter == "E" else logging.WARNING
             log(level, "row", record_id=record_id, status=letter, reason=why)
+        for name, key, why in report.failed:
+            log(logging.ERROR, "object", table=name, key=key, status="E", reason=why)
         if (hint := report.loopback_hint()) and not self.loopback_hinted:
             log(logging.WARNING, "loopback rows not published", hint=hint)
             self.loopback_hinted = True  # once: a service may see them every cycle
-        log(
-            logging.INFO,
-            "cycle",
-            rows=report.rows,
-            commands=report.commands,
-            documents=report.documents,
-            **{f"status_{k}": v for k, v in sorted(report.by_status.items())},
-            loopback=report.loopback,
-            not_selected=report.not_selected,
-            excluded=report.excluded,
-            seconds=f"{seconds:.2f}",
-        )
+        log(logging.INFO, "cycle", **report.log_fields(), seconds=f"{seconds:.2f}")
         return report
 
 

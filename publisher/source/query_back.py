@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pyarrow as pa
@@ -205,6 +206,33 @@ def current_check(
         )
         for _ in result.partitions():
             pass
+
+
+@dataclass(frozen=True)
+class CurrentRows:
+    """The published tables' current rows as a plan reads them (query-back, and a
+    triggerless class read whole): the database and its catalogue, bound once."""
+
+    engine: sa.Engine
+    dialect: Dialect
+    catalogue: Catalogue
+
+    @property
+    def schema(self) -> str | None:
+        return self.catalogue.schema if self.dialect.has_schemas else None
+
+    def read(self, table: Table, key_names: Sequence[str], wanted: list | None,
+             parts: Callable[[int], int]) -> CopyRanges | JdbcQuery:
+        """For the Python workers to read (``current_read``)."""
+        return current_read(self.engine, self.dialect, self.catalogue, table, key_names, wanted, parts)
+
+    def rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
+        """Read by the driver (``current_table``)."""
+        return current_table(self.engine, self.schema, table, key_names, wanted)
+
+    def check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
+        """Read by the driver and let go: DBAPIError when the database refuses."""
+        current_check(self.engine, self.schema, table, key_names, wanted)
 
 
 def _value(value: object, kind: pa.DataType) -> object:
