@@ -257,9 +257,9 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
              tables: tuple[str, ...], flavour: str, install: bool,
              exclude_columns: tuple[str, ...]) -> None:
     """Write (or install) publication triggers for the schema's tables (docs/triggers.md)."""
+    from publisher.model.catalogue import UnknownTable
     from publisher.source.database import connect, run_scripts
     from publisher.source.identifiers import UnsafeName
-    from publisher.model.catalogue import UnknownTable
     from publisher.source.triggers import trigger_script
 
     engine, dialect = connect(db_url)
@@ -344,7 +344,7 @@ def _triggerless(options: dict[str, Any]) -> Any:
     mode, state_dir, startup = (options.pop(name) for name in ("mode", "state_dir", "startup"))
     if mode != "triggerless":
         return None
-    from publisher.delivery.state import default_state_dir
+    from publisher.outcome.state import default_state_dir
     from publisher.settings import TriggerlessOptions
 
     _require_db(options)
@@ -540,7 +540,7 @@ def _utc_time(_ctx: click.Context, _param: click.Parameter, text: str | None) ->
 def skip(through: int | None, before: Any, **options: Any) -> None:
     """Consume pending rows without publishing them (S): the cut-over from a running
     publisher (docs/statuses.md)."""
-    from publisher.delivery.skip import skip_pending
+    from publisher.outcome.skip import skip_pending
     from publisher.settings import Settings
 
     skipped = skip_pending(Settings(**options), through, before)

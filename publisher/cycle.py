@@ -18,8 +18,7 @@ from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import SinkError
 from publisher.plans import Phases
 from publisher.progress import CycleProgress, Silent
-from publisher.publications import Planned, Publication
-from publisher.publications import event_log
+from publisher.publications import Planned, Publication, event_log
 from publisher.publications.event_log import EventLogPublication
 from publisher.report import CycleReport
 from publisher.settings import Settings

@@ -13,13 +13,13 @@ from textwrap import dedent
 
 import pyarrow as pa
 
-from publisher.publications.event_log import EventLogPublication
 from publisher.model import events as ev
 from publisher.model.commands import Command
 from publisher.model.statuses import Status, reason_text
 from publisher.plans import Phases
 from publisher.plans.driver_plan import DriverObjects, batches, objects_in_driver
 from publisher.progress import Silent
+from publisher.publications.event_log import EventLogPublication
 from publisher.reduce.loopback import LOOPBACK
 from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event
 from publisher.reduce.selection import NOT_SELECTED

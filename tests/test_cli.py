@@ -215,7 +215,7 @@ def test_config_file_keys_are_the_option_names(logged_db, tmp_path):
 
 
 def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
-    from publisher.delivery.lock import PublisherLock, lock_name
+    from publisher.outcome.lock import PublisherLock, lock_name
     from publisher.settings import Settings
     from publisher.source.database import connect
 

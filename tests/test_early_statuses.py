@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from publisher.cycle import run_cycle
 from publisher.delivery.sinks import FileSink
-from publisher.delivery.status import EarlyStatuses
 from publisher.errors import SinkError
+from publisher.outcome.status import EarlyStatuses
 from publisher.source.event_log import open_event_log
 from tests.conftest import SampleDb, make_sample_db
 

@@ -20,13 +20,12 @@ from publisher.cli import cli
 from publisher.cycle import CycleReport, run, run_cycle
 from publisher.delivery.sinks import FileSink, open_sink
 from publisher.mirror import apply_documents, verify_mirror
-from publisher.settings import Settings
-from publisher.source.event_log import open_event_log
+from publisher.publications.triggerless import TriggerlessPublication
+from publisher.settings import Settings, TriggerlessOptions
 from publisher.source import resync as resync_module
 from publisher.source.database import connect, run_scripts
+from publisher.source.event_log import open_event_log
 from publisher.source.triggers import FLAVOURS, trigger_script
-from publisher.publications.triggerless import TriggerlessPublication
-from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, make_sample_db
 
 PUBLISHER = "xdspub-keys"  # not the user making the changes: they are no loopback

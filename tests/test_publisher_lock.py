@@ -1,4 +1,4 @@
-"""The publisher lock (delivery/lock.py; docs/delivery.md, One publisher per event log): one
+"""The publisher lock (outcome/lock.py; docs/delivery.md, One publisher per event log): one
 holder at a time, freed when its session dies; on PostgreSQL and MariaDB a lock on the event
 log's lock table, which only a user granted rights on it can take, held by a transaction
 that holds back no vacuum or purge; a missing lock table is named with its remedy; on
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from publisher.cli import cli
-from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.errors import ConfigError
+from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.source.identifiers import lock_table_name
 from publisher.source.init_db import init_db
 from tests.conftest import SampleDb, make_sample_db

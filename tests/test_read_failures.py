@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from publisher.cycle import run
 from publisher.delivery.sinks import open_sink
 from publisher.explain import explain
-from publisher.cycle import run
 from publisher.publications.triggerless import TriggerlessPublication
 from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, make_sample_db

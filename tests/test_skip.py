@@ -7,7 +7,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from publisher.cli import cli
-from publisher.delivery.lock import PublisherLock, lock_name
+from publisher.outcome.lock import PublisherLock, lock_name
 
 ROWS = [
     ("idu=1", 1, "usr", "fname", None, "a"),

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from publisher.cli import cli
-from publisher.delivery.lock import PublisherLock, lock_name
+from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log

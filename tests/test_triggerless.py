@@ -24,16 +24,15 @@ from click.testing import CliRunner
 from lxml import etree
 
 from publisher.cli import cli
+from publisher.cycle import run
 from publisher.delivery.sinks import open_sink
-from publisher.delivery.state import CURRENT, StateError, folder_name
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, Table
+from publisher.outcome.state import CURRENT, StateError, folder_name
+from publisher.publications.triggerless import TriggerlessPublication, database_identity
 from publisher.reduce.objects import KEY, ORDER, key_order, parent_objects
 from publisher.render.xds import JDBC_NAMESPACE
-from publisher.settings import Settings
-from publisher.cycle import run
-from publisher.publications.triggerless import TriggerlessPublication, database_identity
-from publisher.settings import TriggerlessOptions
+from publisher.settings import Settings, TriggerlessOptions
 from tests.test_unusual_schemas import LOG, PERSON, UnusualDb
 
 Model = dict[tuple[str, str], dict[str, set[str]]]  # (class, association): attribute values
@@ -279,7 +278,7 @@ def test_a_foreign_or_unwritable_state_folder_is_refused_and_nothing_is_written(
 
 _KILLED_AT_THE_SWAP = """
 import os, signal, sys
-from publisher.delivery import state
+from publisher.outcome import state
 state.NewGeneration.commit = lambda self: os.kill(os.getpid(), signal.SIGKILL)
 from publisher.cli import cli
 cli(sys.argv[1:])

@@ -15,18 +15,17 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from publisher.cycle import run
 from publisher.delivery.sinks import open_sink
 from publisher.errors import ConfigError
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, NotAClass, Table
 from publisher.progress import row_progress_for
-from publisher.settings import Settings
+from publisher.publications.triggerless import TriggerlessPublication
+from publisher.settings import Settings, TriggerlessOptions
 from publisher.source.database import connect
 from publisher.source.resync import resync
 from publisher.source.schema import ViewColumn, reflect_catalogue, view_column
-from publisher.cycle import run
-from publisher.publications.triggerless import TriggerlessPublication
-from publisher.settings import TriggerlessOptions
 from tests.conftest import SampleDb, canonical, make_sample_db
 
 MIXED = "UsrView"  # SQLite: names differing in case alone are one name

@@ -35,7 +35,7 @@ class ColumnPolicy:
 
 
 def fingerprint(policy: ColumnPolicy) -> str:
-    """What a triggerless state must have been kept under (delivery/state.Identity): the
+    """What a triggerless state must have been kept under (outcome/state.Identity): the
     names, and a keyed digest of a fixed text in place of the key, which it does not
     reveal; empty without a policy."""
     if not policy.excluded and not policy.hashed:

@@ -14,7 +14,12 @@ from publisher.delivery.ordered import RunSource, write_ordered
 from publisher.model.catalogue import Table
 from publisher.plans import ComparedClass
 from publisher.reduce.objects import (
-    FirstIds, change_counts, compare, current_objects, event_ids, with_cycles_split,
+    FirstIds,
+    change_counts,
+    compare,
+    current_objects,
+    event_ids,
+    with_cycles_split,
     with_forward_references_split,
 )
 from publisher.render.changes import rendered_changes

@@ -28,15 +28,15 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from publisher.delivery.ordered import RunSource, first_failure, write_ordered
-from publisher.delivery.state import Previous, hard_link
-from publisher.model.catalogue import Table
 from publisher.errors import SinkError
+from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
+from publisher.outcome.state import Previous, hard_link
 from publisher.plans import ComparedClass
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import Read, frame
-from publisher.plans.tasks import spill, write_failure
 from publisher.plans.spark_plan import ROWS_PER_RANGE
+from publisher.plans.tasks import spill, write_failure
 from publisher.plans.triggerless_driver import rendered_in_driver, unread_class
 from publisher.reduce.objects import (
     ATTRIBUTE,
@@ -58,8 +58,8 @@ from publisher.reduce.objects import (
     with_forward_references_split,
 )
 from publisher.render.changes import rendered_changes
-from publisher.source.copy_read import CopyRanges
 from publisher.settings import Settings
+from publisher.source.copy_read import CopyRanges
 from publisher.source.query_back import CurrentRows, isolated
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from publisher.delivery.lock import PublisherLock
 from publisher.delivery.ordered import OrderedCommands
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
+from publisher.outcome.lock import PublisherLock
 from publisher.plans import CycleSource, Phases
 from publisher.reduce.status_ranges import status_ranges
 from publisher.settings import Settings

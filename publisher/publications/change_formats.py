@@ -12,7 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from publisher.delivery.work import WorkFolder as StagingFolder, sweep_once
+from publisher.delivery.work import WorkFolder as StagingFolder
+from publisher.delivery.work import sweep_once
 from publisher.errors import ConfigError
 from publisher.model.rows import PENDING, Note
 from publisher.plans import Phases

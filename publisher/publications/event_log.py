@@ -10,12 +10,12 @@ from functools import cached_property
 import pyarrow as pa
 import sqlalchemy as sa
 
-from publisher.delivery.lock import PublisherLock, lock_name
-from publisher.delivery.status import EarlyStatuses, write_statuses
 from publisher.errors import PublisherBusy
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import Note
 from publisher.model.statuses import Status, StatusRange
+from publisher.outcome.lock import PublisherLock, lock_name
+from publisher.outcome.status import EarlyStatuses, write_statuses
 from publisher.plans import Phases
 from publisher.publications import Planned, WorkFolder, planned_rows
 from publisher.reduce.loopback import loopback_user
@@ -25,7 +25,13 @@ from publisher.source.copy_read import CopyRanges
 from publisher.source.database import connect, libpq_conninfo
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import (
-    EventLog, PendingBounds, open_event_log, pending_bounds, pending_probe, pending_read, pending_rows,
+    EventLog,
+    PendingBounds,
+    open_event_log,
+    pending_bounds,
+    pending_probe,
+    pending_read,
+    pending_rows,
 )
 from publisher.source.jdbc import JdbcQuery
 from publisher.source.query_back import CurrentRows

@@ -16,9 +16,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from publisher.delivery.ordered import OrderedCommands
-from publisher.delivery.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.model.catalogue import Table
 from publisher.model.policy import fingerprint
+from publisher.outcome.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.plans import ComparedClass, Phases
 from publisher.plans.triggerless_driver import compare_in_driver
 from publisher.publications import Planned, WorkFolder

@@ -21,17 +21,16 @@ from functools import partial
 import sqlalchemy as sa
 
 from publisher.cycle import CycleReport, run
-from publisher.delivery.lock import PublisherLock
 from publisher.delivery.sinks import FileSink, open_sink
 from publisher.errors import ConfigError, DatabaseUnreachable
-from publisher.service.logs import log
-from publisher.service.metrics import Metrics
-from publisher.service.wake_ups import WakeUps
-from publisher.settings import Settings
+from publisher.outcome.lock import PublisherLock
 from publisher.publications import Publication
 from publisher.publications.event_log import EventLogPublication
 from publisher.publications.triggerless import TriggerlessPublication
-from publisher.settings import TriggerlessOptions
+from publisher.service.logs import log
+from publisher.service.metrics import Metrics
+from publisher.service.wake_ups import WakeUps
+from publisher.settings import Settings, TriggerlessOptions
 from publisher.source.database import connect, run_scripts
 from publisher.source.dialects import Dialect
 from publisher.source.event_log import open_event_log

@@ -19,7 +19,7 @@ from publisher.source.text import decoded_text
 
 @dataclass(frozen=True)
 class EarlyStatusSql:
-    """What a status transaction begun early needs (delivery/status.py)."""
+    """What a status transaction begun early needs (outcome/status.py)."""
 
     prepare: str  # readies the session for a transaction left open while the cycle runs
     changed_here: str  # a condition true of the rows this transaction changed
@@ -27,7 +27,7 @@ class EarlyStatusSql:
 
 @dataclass(frozen=True)
 class PublisherLockSql:
-    """The publisher lock (delivery/lock.py; docs/delivery.md, One publisher per event log):
+    """The publisher lock (outcome/lock.py; docs/delivery.md, One publisher per event log):
     a lock on the event log's lock table (init-db makes it, sql/<dialect>/event_log.sql),
     taken in a READ COMMITTED transaction left open on a connection of its own. ``{table}``
     stands for the lock table's quoted, qualified name."""
@@ -91,7 +91,7 @@ class Dialect:
     # as bytes, decoded by our rule (source/text.py), never replaced by its own.
     text_as_bytes: bool = False
     # A Spark cycle's status UPDATE may run, uncommitted, while it reduces and renders
-    # (delivery/status.py), where the rows it locks block nothing the triggers do (no gap
+    # (outcome/status.py), where the rows it locks block nothing the triggers do (no gap
     # locks, no lock on the whole database). None: statuses are written at the end.
     early_statuses: EarlyStatusSql | None = None
     # SQL giving the channel on which the event log (:schema, None for the session's own,

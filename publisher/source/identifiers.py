@@ -65,7 +65,7 @@ def derived_name(base: str, suffix: str, limit: int | None) -> str:
 
 
 def lock_table_name(dialect: Dialect, log_table: str) -> str:
-    """The table beside the event log whose lock is the publisher lock (delivery/lock.py),
+    """The table beside the event log whose lock is the publisher lock (outcome/lock.py),
     made by init-db (docs/delivery.md, One publisher per event log)."""
     return derived_name(log_table, "_lock", dialect.identifier_bytes)
 

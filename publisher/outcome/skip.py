@@ -13,9 +13,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from publisher.delivery.lock import PublisherLock, lock_name
 from publisher.errors import ConfigError, PublisherBusy
 from publisher.model.statuses import Status, is_deleted
+from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.settings import Settings
 from publisher.source.database import connect
 from publisher.source.event_log import open_event_log
