@@ -27,3 +27,13 @@ def test_importing_the_api_loads_nothing_heavy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_export_publishes_the_event_log_or_triggerless(sample_db, tmp_path) -> None:
+    with sample_db.engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO usr (idu, fname, lname) VALUES (7, 'Ada', 'Lovelace')")
+    options = publisher.TriggerlessOptions(tmp_path / "state", "all")
+    compared = publisher.export(sample_db.settings, str(tmp_path / "triggerless.xml"), options)
+    assert compared.compared and compared.changes["added"] >= 1 and compared.state_kept
+    logged = publisher.export(sample_db.settings, str(tmp_path / "event-log.xml"))
+    assert not logged.compared and logged.rows == 0
