@@ -332,7 +332,6 @@ _EVENT_LOG_ONLY = (
     ("delete_processed", "--delete-processed"),
     ("publisher_user", "--publisher-user"),
     ("allow_loopback", "--allow-loopback"),
-    ("lineage", "--lineage"),  # its rows; a triggerless cycle publishes objects, not rows
 )
 
 

@@ -145,12 +145,28 @@ def test_poll_writes_one_lineage_file_a_cycle(tmp_path):
     assert all((out / line["document"]).exists() for line in lines)
 
 
-def test_triggerless_cycles_refuse_lineage(tmp_path):
-    refused = CliRunner().invoke(cli, ["export", "--db", f"sqlite:///{tmp_path / 'none.db'}",
-                                       "--mode", "triggerless", "--out", str(tmp_path / "out"),
-                                       "--lineage", str(tmp_path / "lineage")])
-    assert refused.exit_code == 2
-    assert "--lineage go with the event log" in refused.output
+@pytest.mark.parametrize("plan", ["driver", pytest.param("spark", marks=pytest.mark.slow)])
+def test_a_triggerless_lineage_names_each_objects_document_command_and_change(plan, tmp_path):
+    db = make_sample_db("sqlite", tmp_path)
+    with db.engine.begin() as conn:
+        for number in range(1, 8):
+            conn.execute(sa.text("INSERT INTO usr (idu, fname, lname) VALUES (:n, 'F', 'L')"), {"n": 100 + number})
+    out, record = tmp_path / "out", tmp_path / "lineage.jsonl"
+    small = ["--small-cycle-rows", "0"] if plan == "spark" else []
+    result = CliRunner().invoke(cli, ["export", "--db", db.settings.db_url, "--mode", "triggerless",
+                                      "--state-dir", str(tmp_path / "state"), "--startup", "all",
+                                      "--out", str(out), "--batch-size", "3", "--lineage", str(record), *small])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    commands = [(path.name, place, command) for path in sorted(out.glob("*.xml"))
+                for place, command in enumerate(etree.parse(str(path)).getroot().find("input"), 1)]
+    assert [(line["document"], line["command"]) for line in lines] == [(d, p) for d, p, _ in commands]
+    for line, (_, _, command) in zip(lines, commands):
+        assert list(line) == ["class", "object", "status", "document", "command", "rule"]
+        assert line["status"] == "S" and line["rule"] == "added"
+        assert command.findtext("association") == association(line["object"], line["class"], db.schema)
+    assert {line["object"] for line in lines if line["class"] == "usr"} >= {f"idu={100 + n}" for n in range(1, 8)}
+    db.drop()
 
 
 class _FailingSink(FileSink):

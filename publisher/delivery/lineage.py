@@ -1,5 +1,6 @@
 """The lineage record (docs/delivery.md, Lineage): one JSON line per row a cycle consumed,
-naming the document and the command that carried it, or the rule that consumed it.
+naming the document and the command that carried it, or the rule that consumed it; for a
+triggerless cycle, one per object published or not (rows.OBJECT_LINEAGE).
 
 The plans hand the cycle each live row's fate (rows.LINEAGE: the cmd_id of its command,
 or a rule) and the rows consumed on classification; the sink reports each document it
@@ -24,7 +25,7 @@ import pyarrow.compute as pc
 
 from publisher.delivery.documents import document_name, sync_directory, write_durably
 from publisher.errors import SinkError
-from publisher.model.rows import LINEAGE, NOTES, Note
+from publisher.model.rows import LINEAGE, NOTES, OBJECT_LINEAGE, Note
 from publisher.model.statuses import Status
 
 LINES_AT_ONCE = 200_000  # lines made at once by a thread
@@ -95,6 +96,21 @@ def consumed_fates(consumed: dict[str, list[tuple[int, int]]] | None) -> pa.Tabl
     return pa.concat_tables(tables)
 
 
+def object_fates(class_name: str, keys: pa.Array, changes: pa.Array, ids: np.ndarray) -> pa.Table:
+    """A triggerless class's commands (their objects' keys, changes and event-ids) as
+    rows.OBJECT_LINEAGE."""
+    n = len(ids)
+    return pa.table([pa.repeat(pa.scalar(class_name), n), keys, pa.array(ids, pa.int64()), changes,
+                     pa.nulls(n, pa.string())], schema=OBJECT_LINEAGE.arrow)
+
+
+def unpublished_objects(failed: list[tuple[str, str, str]]) -> pa.Table:
+    """Objects a triggerless cycle could not publish (class, key, why) as rows.OBJECT_LINEAGE."""
+    return OBJECT_LINEAGE.arrow.empty_table() if not failed else pa.Table.from_batches(
+        [OBJECT_LINEAGE.batch([OBJECT_LINEAGE.row(name, key, reason=why) for name, key, why in failed])]
+    )
+
+
 def _json_strings(values: pa.Array) -> pa.Array:
     """Each string as a JSON string literal, as json.dumps(ensure_ascii=False) gives it."""
     escape = pc.match_substring_regex(values, _NEEDS_ESCAPE)
@@ -131,13 +147,31 @@ def _lines(rows: pa.Table, notes: pa.RecordBatch, places: _Places) -> pa.Array:
     return pc.binary_join_element_wise(*pieces, "", null_handling="replace", null_replacement="")
 
 
-def _made(rows: pa.Table, notes: pa.RecordBatch, places: _Places) -> Iterator[pa.Array]:
+def _object_lines(rows: pa.Table, _notes: pa.RecordBatch, places: _Places) -> pa.Array:
+    """The JSON lines of ``rows`` (rows.OBJECT_LINEAGE): E where a reason says why."""
+    column = lambda name: rows.column(name).combine_chunks()  # noqa: E731
+    reasons = column("reason")
+    document, index = places.of(column("cmd_id"))
+    pieces = [
+        '{"class":', _json_strings(column("class_name")),
+        ',"object":', _json_strings(column("object_key")),
+        ',"status":"', pc.if_else(pc.is_null(reasons), Status.DONE, Status.ERROR), '"',
+        document,
+        _field("command", pc.cast(index, pa.string())),
+        _field("rule", _json_strings(column("rule"))),
+        _field("reason", _json_strings(reasons)),
+        "}\n",
+    ]
+    return pc.binary_join_element_wise(*pieces, "", null_handling="replace", null_replacement="")
+
+
+def _made(rows: pa.Table, notes: pa.RecordBatch, places: _Places, lines=_lines) -> Iterator[pa.Array]:
     """The lines of ``rows``, a stretch at a time, in order: the stretches made by threads at
     once (Arrow's kernels let go of the GIL), MAKING_THREADS ahead of the writing at most."""
     with ThreadPoolExecutor(MAKING_THREADS) as pool:
         making: deque[Future] = deque()
         for start in range(0, rows.num_rows, LINES_AT_ONCE):
-            making.append(pool.submit(_lines, rows.slice(start, LINES_AT_ONCE), notes, places))
+            making.append(pool.submit(lines, rows.slice(start, LINES_AT_ONCE), notes, places))
             if len(making) > MAKING_THREADS:
                 yield making.popleft().result()
         while making:
@@ -174,17 +208,22 @@ class LineageRecord:
 
     def write(self, fates: pa.Table, notes: Iterable[Note], documents: Documents) -> int:
         """One line per row of ``fates`` (rows.LINEAGE) and per E row of ``notes``, in
-        record_id order, made durable; how many lines."""
+        record_id order; or, for a triggerless cycle, per object of ``fates``
+        (rows.OBJECT_LINEAGE), in command order, those not published last. Made durable;
+        how many lines."""
         notes = pa.RecordBatch.from_pylist([n._asdict() for n in notes], schema=NOTES.arrow)
-        rejected = notes.filter(pc.equal(notes.column("status"), Status.ERROR)).column("record_id")
-        rows = pa.concat_tables([fates, _without_command(rejected)]).sort_by("record_id")
+        if fates.schema.equals(OBJECT_LINEAGE.arrow):
+            rows, first, lines = fates.sort_by("cmd_id"), "cmd_id", _object_lines
+        else:
+            rejected = notes.filter(pc.equal(notes.column("status"), Status.ERROR)).column("record_id")
+            rows = pa.concat_tables([fates, _without_command(rejected)]).sort_by("record_id")
+            first, lines = "record_id", _lines
         if not rows.num_rows:
             return 0
-        chunks = _made(rows, notes, _Places(documents))
+        chunks = _made(rows, notes, _Places(documents), lines)
         try:
             if self.is_folder:
-                first = rows.column("record_id")[0].as_py()
-                self._write_file(self.path / _cycle_file_name(first), chunks)
+                self._write_file(self.path / _cycle_file_name(rows.column(first)[0].as_py() or 0), chunks)
             else:
                 self._append(chunks)
         except OSError as exc:
@@ -243,8 +282,8 @@ def _without_command(ids: pa.Array, rule: str | None = None) -> pa.Table:
 
 
 def _cycle_file_name(first_record_id: int) -> str:
-    """A cycle's lineage file in a folder: the time and its first record_id, so that the
-    names sort in cycle order."""
+    """A cycle's lineage file in a folder: the time and its first record_id (triggerless:
+    its first event-id), so that the names sort in cycle order."""
     now = time.time_ns()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 10**9))
     return f"lineage-{stamp}.{now % 10**9 // 1000:06d}Z-{first_record_id:020d}.jsonl"

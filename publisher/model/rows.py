@@ -14,6 +14,8 @@ that every module builds a row by its columns' names, never by position.
     REDUCED     a rendered command, a row whose status is not S, or (with --lineage) a
                 live row's fate (render/object_pass.py)
     LINEAGE     a row's fate: the command it joined, or the rule that consumed it
+    OBJECT_LINEAGE  a triggerless object's fate: its command and the change that made it,
+                or why it was not published
     COMMANDS    a rendered command alone, as delivery/ordered.py spills and orders them
     SPILLED     what a spill writer reports: its file of commands or of fates, a row not
                 S, or a failure
@@ -142,6 +144,11 @@ REDUCED = RowShape(
 LINEAGE = RowShape(
     "LineageRow",
     (("record_id", "BIGINT"), ("cmd_id", "BIGINT"), ("rule", "STRING"), ("superseded_by", "BIGINT")),
+)
+OBJECT_LINEAGE = RowShape(
+    "ObjectLineageRow",
+    (("class_name", "STRING"), ("object_key", "STRING"), ("cmd_id", "BIGINT"), ("rule", "STRING"),
+     ("reason", "STRING")),
 )
 COMMANDS = RowShape(
     "CommandRow", (("cmd_time", "DOUBLE"), ("cmd_id", "BIGINT"), ("xml", "BINARY"))

@@ -64,14 +64,19 @@ class Reduced:
     fates: pa.Table | None = None
 
 
+# A triggerless class's commands as sorted runs, and their fates (rows.OBJECT_LINEAGE;
+# None without --lineage).
+Rendered = tuple[list[RunSource], "pa.Table | None"]
+
+
 @dataclass(frozen=True)
 class ComparedClass:
     """What a triggerless plan hands the cycle for one class (docs/triggerless.md): the
     objects read, those that cannot be published (canonical key, reason), the changes by
-    kind, and ``runs(first_ids, local_time)``: its commands rendered, its adds and modifies
+    kind, and ``runs(first_ids, local_time, lineage)``: its commands rendered, its adds and modifies
     numbered from ``first_ids[0]``, its deletes from ``first_ids[1]`` and its completing
     modifies from ``first_ids[2]`` (reduce/objects.event_ids), as sorted runs
-    (delivery/ordered.py). ``state``: the class's new state, a table or the files written
+    (delivery/ordered.py), and with ``lineage`` their fates (rows.OBJECT_LINEAGE). ``state``: the class's new state, a table or the files written
     where the state store said, in bucket order; None: the previous state is kept as it
     was (the class unchanged, or not read). ``reads``: each range read's digest, kept
     with the state (docs/triggerless.md, A cycle with no change). ``unchanged``: its rows
@@ -80,7 +85,7 @@ class ComparedClass:
     objects: int
     failed: list[tuple[str, str]]
     changes: Counter
-    runs: Callable[[FirstIds, "str | None"], list[RunSource]]
+    runs: Callable[[FirstIds, "str | None", bool], Rendered]
     state: pa.Table | list[str] | None
     reads: dict[str, str] | None = None
     unchanged: bool = False

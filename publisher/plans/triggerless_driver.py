@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from functools import partial
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from publisher.delivery.ordered import RunSource, write_ordered
+from publisher.delivery.lineage import object_fates
+from publisher.delivery.ordered import write_ordered
 from publisher.model.catalogue import Table
-from publisher.plans import ComparedClass
+from publisher.plans import ComparedClass, Rendered
 from publisher.reduce.objects import (
+    KEY,
     FirstIds,
     change_counts,
     compare,
@@ -32,7 +35,7 @@ def unread_class(reason: str) -> ComparedClass:
     """A class whose table (or a child table) the database refuses to read, as a triggerless
     cycle takes it (docs/statuses.md, Read failures): nothing published for it, its
     previous state kept as it was, the cycle goes on."""
-    return ComparedClass(0, [(EVERY_OBJECT, reason)], Counter(), lambda _first_ids, _local_time: [], None)
+    return ComparedClass(0, [(EVERY_OBJECT, reason)], Counter(), lambda *_: ([], None), None)
 
 
 def objects_now(current: CurrentRows, table: Table) -> tuple[pa.Table | None, str | None]:
@@ -60,19 +63,21 @@ def compare_in_driver(current: CurrentRows, table: Table, previous: pa.Table | N
     changes = with_cycles_split(table, comparison.changes, catalogue.schema, self_references)
     changes = with_forward_references_split(table, changes, catalogue.forward_references(table))
 
-    def runs(first_ids: FirstIds, local_time: str | None) -> list[RunSource]:
-        return rendered_in_driver(table, catalogue.schema, changes, first_ids, local_time, self_references)
+    def runs(first_ids: FirstIds, local_time: str | None, lineage: bool) -> Rendered:
+        return rendered_in_driver(table, catalogue.schema, changes, first_ids, local_time, self_references, lineage)
 
     return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs, comparison.state)
 
 
 def rendered_in_driver(
     table: Table, schema: str, changes: pa.Table, first_ids: FirstIds, local_time: str | None,
-    self_references: Sequence[str],
-) -> list[RunSource]:
+    self_references: Sequence[str], lineage: bool,
+) -> Rendered:
     """A triggerless class's changes rendered here, numbered from ``first_ids``
-    (reduce/objects.event_ids), as one sorted run in memory."""
+    (reduce/objects.event_ids), as one sorted run in memory; with ``lineage``, their
+    fates."""
     ids = event_ids(table, changes, first_ids, schema, self_references)
     buffer = pa.BufferOutputStream()
     write_ordered(rendered_changes(table, schema, changes, ids, local_time), buffer)
-    return [buffer.getvalue()]
+    fates = object_fates(table.name, changes[KEY], pc.cast(changes["change"], pa.string()), ids) if lineage else None
+    return [buffer.getvalue()], fates

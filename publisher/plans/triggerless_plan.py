@@ -24,15 +24,17 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from publisher.delivery.ordered import RunSource, first_failure, write_ordered
+from publisher.delivery.lineage import object_fates
+from publisher.delivery.ordered import first_failure, write_ordered
 from publisher.errors import SinkError
 from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
 from publisher.outcome.state import Previous, hard_link
-from publisher.plans import ComparedClass
+from publisher.plans import ComparedClass, Rendered
 from publisher.plans.exchange import BucketFile, write_buckets
 from publisher.plans.reads import Read, frame
 from publisher.plans.spark_plan import ROWS_PER_RANGE
@@ -283,7 +285,7 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
     digests = {r.range_read: r.digest for r in written if r.range_read is not None}
     if known and digests == known:  # every range as the state's: the class did not change
         objects = sum(pq.ParquetFile(path).metadata.num_rows for path in old_files)
-        return ComparedClass(objects, [], Counter(), lambda _first_ids, _local_time: [], None, unchanged=True)
+        return ComparedClass(objects, [], Counter(), lambda *_: ([], None), None, unchanged=True)
     unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
     if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
         written += _collected(read_jobs(unchanged, {}))
@@ -303,14 +305,14 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
     for path in files_of_changes:  # the change column alone, mapped
         counts.update(change_counts(_read_all([path], pa.schema([]))))
 
-    def runs(first_ids: FirstIds, local_time: str | None) -> list[RunSource]:
+    def runs(first_ids: FirstIds, local_time: str | None, lineage: bool) -> Rendered:
         schema = catalogue.schema
         if not settings.on_spark(sum(counts.values())):
             changes = _read_all(files_of_changes, pa.schema([]))
             return rendered_in_driver(table, schema, changes, first_ids, local_time,
-                                      self_references) if changes.num_rows else []
+                                      self_references, lineage) if changes.num_rows else ([], None)
         return _rendered_runs(spark, table, schema, files_of_changes, first_ids, local_time,
-                              self_references, work)
+                              self_references, work, lineage)
 
     failed = [(r.object_key, r.reason) for r in compared if r.object_key is not None]
     # A failed object kept its old state: its range must be read again.
@@ -392,15 +394,18 @@ def _forward_split(table: Table, files: list[str], forward: list[str], work: Pat
 
 
 def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids: FirstIds,
-                   local_time: str | None, self_references: list[str], work: Path) -> list[RunSource]:
+                   local_time: str | None, self_references: list[str], work: Path, lineage: bool) -> Rendered:
     """The class's changes (``files``, one a bucket) rendered in Spark tasks, one a file,
     each a sorted run in ``work``: the driver numbers the changes (reduce/objects.event_ids)
     from their key columns, change and self-references alone, and leaves each task its
-    file's event-ids."""
+    file's event-ids; with ``lineage``, their fates."""
     if not files:
-        return []
-    keys = [_read_all([path], pa.schema([])).select(_ordering_columns(table, self_references)) for path in files]
-    ids = event_ids(table, pa.concat_tables(keys), first_ids, schema, self_references)
+        return [], None
+    columns = list(dict.fromkeys([*_ordering_columns(table, self_references), *([KEY] if lineage else [])]))
+    keys = [_read_all([path], pa.schema([])).select(columns) for path in files]
+    every = pa.concat_tables(keys)
+    ids = event_ids(table, every, first_ids, schema, self_references)
+    fates = object_fates(table.name, every[KEY], pc.cast(every["change"], pa.string()), ids) if lineage else None
     id_files, start = [], 0
     for number, part in enumerate(keys):
         id_files.append(str(work / f"ids-{number:05d}.npy"))
@@ -409,7 +414,7 @@ def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids
     render = _renderer(table, schema, files, id_files, local_time, str(work))
     reports = _numbers(spark, len(files)).mapInArrow(render, SPILLED.ddl).collect()
     first_failure(reports)
-    return [r.path for r in reports if r.path and r.commands]
+    return [r.path for r in reports if r.path and r.commands], fates
 
 
 def _renderer(table: Table, schema: str, files: list[str], id_files: list[str], local_time: str | None,

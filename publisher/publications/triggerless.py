@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
 import sqlalchemy as sa
 
+from publisher.delivery.lineage import unpublished_objects
 from publisher.delivery.ordered import OrderedCommands
 from publisher.model.catalogue import Table
 from publisher.model.policy import fingerprint
@@ -112,10 +114,13 @@ class TriggerlessPublication:
             if result.unchanged:
                 report.unchanged_classes.append(table.name)
         phases.begin("rendering", commands=sum(c.total for c in compared))
-        runs = []
+        runs, fates = [], [unpublished_objects(report.failed)]
+        lineage = self.settings.lineage is not None
         for result, first_ids in zip(compared, _first_ids(compared, generation.generation)):
-            runs += result.runs(first_ids, local_time)
-        return Planned(OrderedCommands(runs))
+            made, fated = result.runs(first_ids, local_time, lineage)
+            runs += made
+            fates.append(fated)
+        return Planned(OrderedCommands(runs), pa.concat_tables([f for f in fates if f is not None]) if lineage else None)
 
     def _compare(self, table: Table, previous: Previous, work: WorkFolder) -> ComparedClass:
         rows = self.rows[table.name]
