@@ -40,11 +40,12 @@ class Planned:
 
 
 class Publication(Protocol):
-    """One publication, open for as many cycles as its service runs."""
+    """One publication, open for as many cycles as its service runs. A class that names
+    it as its base takes the bodies here where it has nothing of its own to say."""
 
     # Held across cycles where one publisher at a time may publish (the event log);
     # None: the publication is locked while open (the triggerless state) or needs none.
-    lock: PublisherLock | None
+    lock: PublisherLock | None = None
 
     def start(self) -> int:
         """A new cycle: what it will read, measured; the most rows one of its plans reads
@@ -53,11 +54,13 @@ class Publication(Protocol):
     def waiting(self) -> tuple[int, float] | None:
         """For the service, before a cycle: how many rows wait and how old the oldest is,
         in seconds (no row: no cycle runs); None where only a cycle can tell."""
+        return None
 
     def wake_channel(self) -> tuple[str, str] | str | None:
         """Where the source notifies the service that rows came (docs/delivery.md, The
         polling service): libpq's connection string and the channel; a text: why it has
         none, to log; None: the source notifies none."""
+        return None
 
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         """The cycle's commands; its report (``phases.report``) filled as they are made."""
@@ -67,6 +70,7 @@ class Publication(Protocol):
 
     def close(self) -> None:
         """The cycle is over: undo what was not acknowledged."""
+        return None
 
 
 def planned_rows(settings: Settings, source: CycleSource, phases: Phases,

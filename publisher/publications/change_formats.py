@@ -17,16 +17,15 @@ from publisher.delivery.work import sweep_once
 from publisher.errors import ConfigError
 from publisher.model.rows import PENDING, Note
 from publisher.plans import Phases
-from publisher.publications import Planned, WorkFolder, planned_rows
+from publisher.publications import Planned, Publication, WorkFolder, planned_rows
 from publisher.settings import Settings
 from publisher.source.cdc.formats import ChangeInput
 from publisher.source.changes import StagedChanges, stage_changes
 
 
-class ChangeFormatPublication:
+class ChangeFormatPublication(Publication):
     """A change stream's events, staged, as one cycle's rows."""
 
-    lock = None  # the stream is the caller's: one export reads it
     loopback_user = None  # the formats carry no perpetrator
     current = None  # no query-back events
 
@@ -36,12 +35,6 @@ class ChangeFormatPublication:
 
     def start(self) -> int:
         return self.count()
-
-    def waiting(self) -> None:
-        return None
-
-    def wake_channel(self) -> None:
-        return None
 
     def count(self) -> int:
         return self.staged.rows
@@ -60,9 +53,6 @@ class ChangeFormatPublication:
 
     def acknowledge(self, phases: Phases) -> None:
         self.changes.delivered()
-
-    def close(self) -> None:
-        pass
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from publisher.model.statuses import Status, StatusRange
 from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.outcome.status import EarlyStatuses, write_statuses
 from publisher.plans import Phases
-from publisher.publications import Planned, WorkFolder, planned_rows
+from publisher.publications import Planned, Publication, WorkFolder, planned_rows
 from publisher.reduce.loopback import loopback_user
 from publisher.reduce.status_ranges import status_ranges
 from publisher.settings import Settings
@@ -38,7 +38,7 @@ from publisher.source.query_back import CurrentRows
 from publisher.source.schema import published_catalogue
 
 
-class EventLogPublication:
+class EventLogPublication(Publication):
     """The event log of ``settings``: each cycle reflects the published schema afresh,
     reads the pending rows (the plans' CycleSource), and writes their statuses."""
 

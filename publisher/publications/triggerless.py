@@ -23,7 +23,7 @@ from publisher.model.policy import fingerprint
 from publisher.outcome.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.plans import ComparedClass, Phases
 from publisher.plans.triggerless_driver import compare_in_driver
-from publisher.publications import Planned, WorkFolder
+from publisher.publications import Planned, Publication, WorkFolder
 from publisher.settings import Settings, TriggerlessOptions
 from publisher.source.database import connect, run_named
 from publisher.source.dialects import Dialect
@@ -43,10 +43,8 @@ def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
     return url.render_as_string(hide_password=True)
 
 
-class TriggerlessPublication:
+class TriggerlessPublication(Publication):
     """The state folder, locked while open, and what each cycle needs of the database."""
-
-    lock = None  # the state folder is locked while open
 
     def __init__(self, settings: Settings, options: TriggerlessOptions, engine: sa.Engine, dialect: Dialect) -> None:
         self.settings, self.options, self.engine, self.dialect = settings, options, engine, dialect
@@ -73,12 +71,6 @@ class TriggerlessPublication:
     def start(self) -> int:
         self.rows = {table.name: self._rows(table) for table in self.classes}
         return max(self.rows.values(), default=0)
-
-    def waiting(self) -> None:
-        return None  # only comparing tells
-
-    def wake_channel(self) -> None:
-        return None
 
     def _rows(self, table: Table) -> int:
         with self.engine.connect() as connection:
