@@ -171,17 +171,26 @@ def publishing_options(command: Callable) -> Callable:
             _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000,
                     show_default=True,
                     help="Cycles of at most this many rows run in the driver, not on Spark."),
-            _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
-                    show_default=True,
-                    help="Publish the event log, or compare the tables with the last cycle's state."),
-            _option("--state-dir", type=click.Path(file_okay=False),
-                    help="Triggerless state (default: $XDG_STATE_HOME/xdspub)."),
-            _option("--startup", type=click.Choice(["resync", "future", "all"]), default="resync",
-                    show_default=True,
-                    help="Triggerless, without a usable state: publish every object's current "
-                    "state, only record it, or add every object."),
+            mode_options,
         ]
     ):
+        command = option(command)
+    return command
+
+
+def mode_options(command: Callable) -> Callable:
+    """--mode and the triggerless options (_triggerless)."""
+    for option in reversed([
+        _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
+                show_default=True,
+                help="Publish the event log, or compare the tables with the last cycle's state."),
+        _option("--state-dir", type=click.Path(file_okay=False),
+                help="Triggerless state (default: $XDG_STATE_HOME/xdspub)."),
+        _option("--startup", type=click.Choice(["resync", "future", "all"]), default="resync",
+                show_default=True,
+                help="Triggerless, without a usable state: publish every object's current "
+                "state, only record it, or add every object."),
+    ]):
         command = option(command)
     return command
 
@@ -482,15 +491,24 @@ def poll(
 @time_syntax_option
 @exclude_columns_option
 @hash_columns_option
+@mode_options
 def explain(record_ids: tuple[int, ...], pending: bool, output_format: str, **options: Any) -> None:
     """Say what a cycle would make of each row: the command that would carry it, or why it
-    would be consumed, superseded or refused; writes nothing (docs/explain.md)."""
+    would be consumed, superseded or refused; with --mode triggerless, of each object that
+    changed since the state; writes nothing (docs/explain.md)."""
     import json
 
-    from publisher.explain import explain as run_explain, text_lines
+    from publisher.explain import explain as run_explain, explain_objects, text_lines
     from publisher.settings import Settings
 
-    rows = run_explain(Settings(**_hash_key(options)), record_ids, pending or not record_ids)
+    options = _hash_key(options)
+    triggerless = _triggerless(options)
+    if triggerless is None:
+        rows = run_explain(Settings(**options), record_ids, pending or not record_ids)
+    elif record_ids or pending:
+        raise click.UsageError("--mode triggerless explains objects, not RECORD_ID or --pending.")
+    else:
+        rows = explain_objects(Settings(**options), triggerless)
     out = click.get_text_stream("stdout")
     if output_format == "json":
         out.writelines(json.dumps(row.as_json(), ensure_ascii=False) + "\n" for row in rows)

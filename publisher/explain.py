@@ -1,17 +1,22 @@
 """``xdspub explain`` (docs/explain.md): what a cycle would make of chosen event log rows,
-row by row, without writing documents or statuses.
+row by row, without writing documents or statuses; or, triggerless, of each object.
 
 The rows go through the driver plan's passes (plans/driver_plan.py) as a cycle's would;
 only the object pass differs: it keeps, for each live row, the command that carries it or
-the rule that consumed it (reduce/rules.py object_runs)."""
+the rule that consumed it (reduce/rules.py object_runs). A triggerless cycle is planned
+as it would run, its lineage (rows.OBJECT_LINEAGE) naming each object's command, and its
+state left as it was."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from tempfile import TemporaryDirectory
 from textwrap import dedent
 
 import pyarrow as pa
+from lxml import etree
 
 from publisher.model import events as ev
 from publisher.model.commands import Command
@@ -19,13 +24,14 @@ from publisher.model.statuses import Status, reason_text
 from publisher.plans import Phases
 from publisher.plans.driver_plan import DriverObjects, batches, objects_in_driver
 from publisher.progress import Silent
+from publisher.publications import triggerless
 from publisher.publications.event_log import EventLogPublication
 from publisher.reduce.loopback import LOOPBACK
 from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.render.object_pass import object_events, object_outcome
 from publisher.report import CycleReport
-from publisher.settings import Settings
+from publisher.settings import Settings, TriggerlessOptions
 from publisher.source.database import connect
 from publisher.source.event_log import chosen_rows, open_event_log
 
@@ -49,7 +55,7 @@ class Explained:
     """One row's explanation. ``logged`` is its status in the event log now; a processed
     row is explained as if pending (``as_if_pending``)."""
 
-    record_id: int
+    record_id: int | None  # None: a triggerless object
     logged: str | None
     table_name: str | None = None
     table_key: str | None = None  # canonical where the row could be read
@@ -95,6 +101,34 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
         engine.dispose()
     missing = (Explained(r, None) for r in set(record_ids) - set(explained))
     return sorted([*explained.values(), *missing], key=lambda e: e.record_id)
+
+
+def explain_objects(settings: Settings, options: TriggerlessOptions) -> list[Explained]:
+    """Each object the next triggerless cycle would publish, in command order, then those
+    it could not (docs/explain.md, Triggerless): compared with the state, which is kept as
+    it was."""
+    settings = replace(settings, dry_run=True, lineage="-")  # the plan then keeps each fate
+    phases = Phases(CycleReport(), Silent())
+    with triggerless.opened(settings, options) as publication, TemporaryDirectory() as work:
+        try:
+            if settings.on_spark(publication.start()):
+                from publisher.plans.session import start_spark
+
+                start_spark(settings.spark_master, phases)
+            planned = publication.plan(phases, lambda: Path(work))
+        finally:
+            publication.close()
+    lines = planned.fates.to_pylist()
+    fates = {f["cmd_id"]: f for f in lines if f["cmd_id"] is not None}
+    explained = []
+    for number, (cmd_id, xml) in enumerate(planned.commands, 1):
+        fate, command = fates[cmd_id], etree.fromstring(xml)
+        explained.append(Explained(None, None, fate["class_name"], fate["object_key"], fate=Fate.PUBLISHED,
+                                   status=Status.DONE, rule=fate["rule"], command=number, kind=command.tag,
+                                   association=command.findtext("association"), xml=dedent(xml.decode()).strip()))
+    return explained + [Explained(None, None, f["class_name"], f["object_key"], fate=Fate.ERROR,
+                                  status=Status.ERROR, reason=reason_text(f["reason"]))
+                        for f in lines if f["reason"] is not None]
 
 
 class _ChosenRows(EventLogPublication):
@@ -193,6 +227,12 @@ def text_lines(rows: Sequence[Explained]) -> Iterator[Line]:
         yield [(f"{processed} of these rows were processed already: explained as if pending, "
                 "with query-back reading the rows as they are now", "yellow")]
     for row in rows:
+        if row.record_id is None:  # a triggerless object
+            yield [(reason_text(f"{row.table_name} {row.table_key}"), "bold")]
+            yield [("    ", ""), *_fate_text(row)]
+            if row.xml is not None:
+                yield from ([(f"      {line}", "dim")] for line in row.xml.splitlines())
+            continue
         head = (f"#{row.record_id}", "bold")
         if row.fate == Fate.NOT_FOUND:
             yield [head, (" no such row in the event log", "red")]
@@ -211,6 +251,7 @@ def _fate_text(row: Explained) -> Line:
     if row.fate == Fate.PUBLISHED:
         warned = [(f" with warning W: {row.reason}", "yellow")] if row.status == Status.WARNED else []
         attribute = f", attribute {row.column_name}" if row.column_name else ""
+        attribute += f", {row.rule}" if row.record_id is None else ""  # the object's change
         return [(f"published in command {row.command}", "green"),
                 (f" ({row.kind} {row.association}{attribute})", ""), *warned]
     if row.fate == Fate.SUPERSEDED:

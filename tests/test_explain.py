@@ -94,3 +94,24 @@ def test_explain_says_each_rows_fate(any_db):
     # Nothing was written: the statuses are as logged.
     assert set(db.statuses().values()) == {Status.NEW, Status.DONE}
     assert db.statuses()[12] == Status.DONE and db.statuses()[1] == Status.NEW
+
+
+def test_explain_triggerless_says_what_the_next_cycle_would_publish_and_keeps_no_state(sample_db, tmp_path):
+    db, state, out = sample_db, tmp_path / "state", tmp_path / "out"
+    db.add_user(2, "Bo", "Old", None)
+    db.add_user(3, "Cy", "Now", None)
+    mode = ["--tables", "usr", "--mode", "triggerless", "--state-dir", str(state), "--startup", "all"]
+    CliRunner().invoke(cli, ["export", "--db", db.settings.db_url, *mode, "--out", str(out / "1")],
+                       catch_exceptions=False)
+    db.execute(f"UPDATE {db.table('usr')} SET lname = 'New' WHERE idu = 2")
+    explained = CliRunner().invoke(cli, ["explain", "--db", db.settings.db_url, *mode,
+                                         "--format", "json"], catch_exceptions=False)
+    lines = [json.loads(line) for line in explained.output.splitlines()]
+    assert [(line["table_name"], line["table_key"], line["rule"], line["kind"]) for line in lines] == [
+        ("usr", "idu=2", "changed", "modify")
+    ]
+    assert "<value type=\"string\">New</value>" in lines[0]["xml"]
+    # The state was kept as it was: the next cycle publishes that change.
+    CliRunner().invoke(cli, ["export", "--db", db.settings.db_url, *mode, "--out", str(out / "2")],
+                       catch_exceptions=False)
+    assert [path.read_text().count("<modify ") for path in (out / "2").glob("*.xml")] == [1]
