@@ -22,7 +22,6 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 from publisher.delivery.documents import document_bytes
 from publisher.delivery.lineage import Documents, batched_documents
 from publisher.delivery.ordered import OrderedCommands
-from publisher.delivery.sinks import batched
 from publisher.errors import ConfigError
 from publisher.render.xds import heartbeat_xml
 
@@ -73,8 +72,8 @@ class Message:
 
 def messages(commands: OrderedCommands, batch_size: int) -> Iterator[Message]:
     """The documents of ``commands``, ``batch_size`` commands each, in order, as messages
-    (sinks.batched)."""
-    for name, xml in batched(commands, batch_size):
+    (OrderedCommands.batched)."""
+    for name, xml in commands.batched(batch_size):
         first = xml[0]
         found_class, found_association = _CLASS.search(first), _ASSOCIATION.search(first)
         yield Message(

@@ -52,7 +52,7 @@ def one_document(ids: np.ndarray, name: str) -> Documents:
 
 def batched_documents(ids: np.ndarray, batch_size: int) -> Documents:
     """Documents of ``batch_size`` commands, each named by its first one's event-id
-    (documents.document_name), as sinks.batched makes them."""
+    (documents.document_name), as OrderedCommands.batched makes them."""
     firsts = ids[::batch_size]
     counts = np.full(len(firsts), batch_size, np.int64)
     if len(counts):

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from publisher.delivery.documents import document_name
 from publisher.errors import SinkError
 from publisher.model.rows import COMMANDS, LINEAGE, NOTES, Note
 
@@ -112,6 +113,21 @@ class OrderedCommands:
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         for ids, xml in self.chunks():
             yield from zip(ids, xml)
+
+    def batched(self, batch_size: int) -> Iterator[tuple[str, list[bytes]]]:
+        """(name, its commands' XML) of each document of ``batch_size`` commands, in order:
+        named by its first command's event-id (lineage.batched_documents: the same)."""
+        ids: list[int] = []
+        xml: list[bytes] = []
+        for more_ids, more_xml in self.chunks():
+            ids += more_ids
+            xml += more_xml
+            whole = len(ids) - len(ids) % batch_size
+            for start in range(0, whole, batch_size):
+                yield document_name(ids[start]), xml[start : start + batch_size]
+            del ids[:whole], xml[:whole]
+        if ids:
+            yield document_name(ids[0]), xml
 
     def chunks(self) -> Iterator[tuple[list[int], list[bytes]]]:
         """The commands in order, a stretch at a time: their cmd_ids, and their XML."""

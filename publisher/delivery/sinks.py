@@ -18,7 +18,6 @@ from publisher.delivery.documents import (
     HEARTBEAT_NAME,
     Folder,
     document_bytes,
-    document_name,
     sync_directory,
     write_durably,
     write_stream,
@@ -97,22 +96,6 @@ class StdoutSink:
             raise SinkError(f"cannot write to standard output: {exc.strerror or exc}") from exc
 
 
-def batched(commands: OrderedCommands, batch_size: int) -> Iterator[tuple[str, list[bytes]]]:
-    """(name, its commands' XML) of each document of ``batch_size`` commands, in order:
-    named by its first command's event-id (lineage.batched_documents: the same)."""
-    ids: list[int] = []
-    xml: list[bytes] = []
-    for more_ids, more_xml in commands.chunks():
-        ids += more_ids
-        xml += more_xml
-        whole = len(ids) - len(ids) % batch_size
-        for start in range(0, whole, batch_size):
-            yield document_name(ids[start]), xml[start : start + batch_size]
-        del ids[:whole], xml[:whole]
-    if ids:
-        yield document_name(ids[0]), xml
-
-
 class DirectorySink:
     """One file per document of ``batch_size`` commands, named by its first record_id:
     each written under a temporary name and flushed to disk, then all renamed and the
@@ -128,7 +111,7 @@ class DirectorySink:
         try:
             with Folder(self.directory) as folder:
                 try:
-                    batches = batched(commands, self.batch_size)
+                    batches = commands.batched(self.batch_size)
                     folder.write_all(((name, document_bytes(xml)) for name, xml in batches), written)
                     if not written:
                         return 0
