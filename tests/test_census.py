@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from publisher.model.rows import CLASSIFIED
 from publisher.reduce.census import Census, whole
-from publisher.source.query_back import KEYED_READ_LIMIT
+from publisher.reduce.census import KEYED_READ_LIMIT
 
 
 def _asking(record_id: int, table: str, key: str) -> tuple:

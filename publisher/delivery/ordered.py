@@ -11,7 +11,7 @@ than a stretch of each run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,6 @@ RUN_BATCH_ROWS = 1_024  # commands per batch of a run file: the driver holds one
 _ORDER = [("cmd_time", "ascending"), ("cmd_id", "ascending")]
 _KEYS = ipc.IpcReadOptions(included_fields=[0, 1])  # cmd_time, cmd_id
 _XML = ipc.IpcReadOptions(included_fields=[2])
-Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 RunSource = str | pa.Buffer  # an Arrow file of rows.COMMANDS in order: its path, or itself
 
 

@@ -26,11 +26,14 @@ that every module builds a row by its columns' names, never by position.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
 Columns = tuple[tuple[str, str], ...]
+# A pass over Arrow batches (a mapInArrow body on Spark, or run in the driver).
+Passes = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+BATCH_ROWS = 10_000  # rows per Arrow batch through the passes: bounds a task's memory
 
 KEY_PAIRS = "ARRAY<STRUCT<column: STRING, value: STRING>>"
 # A current row's non-key columns in table order: the XDS text of each value, or why it

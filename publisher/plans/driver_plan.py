@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from publisher.delivery.lineage import consumed_fates
 from publisher.delivery.ordered import in_memory, split_reduced
-from publisher.model.rows import LINEAGE, OBJECT_ROWS
+from publisher.model.rows import BATCH_ROWS, LINEAGE, OBJECT_ROWS
 from publisher.plans import CycleSource, Phases, Reduced
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import Census
@@ -24,7 +24,6 @@ from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.query_back import isolated
 
-BATCH_ROWS = 10_000  # rows per Arrow batch through the passes, as Spark's tasks get them
 
 
 def batches(table: pa.Table) -> Iterator[pa.RecordBatch]:

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from publisher.delivery.documents import create_temporary
-from publisher.delivery.ordered import Passes, first_failure
-from publisher.model.rows import EXCHANGED, OBJECT_ROWS
+from publisher.delivery.ordered import first_failure
+from publisher.model.rows import BATCH_ROWS, EXCHANGED, OBJECT_ROWS, Passes
 from publisher.plans.reads import Frame
 from publisher.plans.tasks import write_failure
 from publisher.reduce.pipeline import in_object_order, object_rows
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
-BATCH_ROWS = 10_000  # rows per batch into the object pass
 
 
 # The files hold rows.OBJECT_ROWS and each row's object hash: a bucket is the hash modulo

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from publisher.delivery.ordered import Passes
 from publisher.model.catalogue import Catalogue, Table
-from publisher.model.rows import PENDING
+from publisher.model.rows import PENDING, Passes
 from publisher.reduce.current import current_pass, state_reads
 from publisher.source.changes import StagedChanges
 from publisher.source.copy_read import CopyRanges

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from publisher.delivery.documents import create_temporary
-from publisher.delivery.ordered import Passes, sorted_run, split_reduced
-from publisher.model.rows import LINEAGE, SPILLED
+from publisher.delivery.ordered import sorted_run, split_reduced
+from publisher.model.rows import LINEAGE, SPILLED, Passes
 from publisher.reduce.census import Census
 from publisher.reduce.references import Referenced
 

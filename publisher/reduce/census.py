@@ -23,7 +23,10 @@ from publisher.reduce.loopback import LOOPBACK
 from publisher.reduce.references import Referenced, marks_of
 from publisher.reduce.selection import NOT_SELECTED
 from publisher.reduce.status_ranges import consecutive_runs, merge_runs
-from publisher.source.query_back import KEYED_READ_LIMIT
+
+# Up to this many requested objects are read by their keys; more, and the table is read
+# whole (in ranges of its integer key when it has one: source/query_back.py).
+KEYED_READ_LIMIT = 1_000
 
 Keys = set[tuple[str, ...]]  # key values in the table's key column order
 

@@ -11,7 +11,7 @@ asked for that has no current row has no STATE row: the object pass sees it vani
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -19,14 +19,14 @@ import pyarrow as pa
 from grammar import format_table_key
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue, Table
-from publisher.model.rows import STATE
+from publisher.model.rows import STATE, Passes
 from publisher.reduce.query_back_state import child_cells, current_cells, current_key
 from publisher.reduce.vectorised_state import StateColumns
 
 
 def current_pass(
     catalogue: Catalogue, owner: Table, table: Table, vectorised: bool = True
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Passes:
     """mapInArrow body over the rows read of ``table``, the class ``owner`` itself or one of
     its child tables (as Table.children gives them): rows.STATE, rows of no object
     dropped. A child table's rows give their class's multi-valued cells. Column by column

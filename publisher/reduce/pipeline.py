@@ -17,14 +17,14 @@ that the row-at-a-time publisher of bench/ runs too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from publisher.model import events as ev
 from publisher.model.catalogue import Catalogue
-from publisher.model.rows import CLASSIFIED, EVENT, OBJECT_ROWS
+from publisher.model.rows import CLASSIFIED, EVENT, OBJECT_ROWS, Passes
 from publisher.model.statuses import Status, failure_reason
 from publisher.reduce.exclusion import EXCLUDED, is_excluded
 from publisher.reduce.loopback import is_loopback
@@ -46,7 +46,7 @@ def classify_rows(
     future_events: bool,
     max_value_length: int | None,
     vectorised: bool = True,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Passes:
     """mapInArrow body over the pending rows (rows.PENDING): rows.CLASSIFIED.
     The common rows are classified with pyarrow (vectorised.FastPath), the others by the
     rules; ``vectorised=False`` sends every row to the rules (the tests compare the two)."""

@@ -9,11 +9,10 @@ import numpy as np
 import pyarrow as pa
 
 from publisher.model.catalogue import Table
-from publisher.model.rows import COMMANDS
+from publisher.model.rows import BATCH_ROWS, COMMANDS
 from publisher.reduce.objects import commands
 from publisher.render.xds import command_xml
 
-BATCH_ROWS = 10_000
 
 
 def rendered_changes(

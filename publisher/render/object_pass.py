@@ -11,7 +11,7 @@ the cmd_id of its command, or the rule that consumed it: docs/delivery.md, Linea
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import fields
 from itertools import pairwise
 
@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from publisher.model.catalogue import Catalogue
 from publisher.model.commands import Command
-from publisher.model.rows import EVENT, REDUCED
+from publisher.model.rows import BATCH_ROWS, EVENT, REDUCED, Passes
 from publisher.model.statuses import Status, failure_reason, reason_text
 from publisher.reduce.current import Unread
 from publisher.reduce.query_back_state import read_back
@@ -28,7 +28,6 @@ from publisher.reduce.rules import NOTHING_TO_SEND, Event, Statuses, object_runs
 from publisher.render.xds import command_xml
 
 NOTHING_UNREAD = Unread()
-_BATCH_ROWS = 10_000  # output rows per Arrow batch: bounds a task's memory
 # The columns that make an Event, in the order of its fields.
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name in EVENT.names)
 # An object's runs (rules.object_runs), each command with its XML.
@@ -161,7 +160,7 @@ def object_pass(
     lineage: bool = False,
     unread: Unread = NOTHING_UNREAD,
     creations: Creations | None = None,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Passes:
     """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED, with each live row's fate when
     ``lineage``; the objects ``unread`` names E; ``creations``: the census's, for the
     order of references (reduce/references.py)."""
@@ -197,10 +196,10 @@ def object_pass(
 
         for obj, cells, events in object_events(batches):
             publish(obj, cells, events)
-            if len(out) >= _BATCH_ROWS:
+            if len(out) >= BATCH_ROWS:
                 yield REDUCED.batch(out)
                 out.clear()
-            if len(fates) >= _BATCH_ROWS:
+            if len(fates) >= BATCH_ROWS:
                 yield fates.batch()
         yield REDUCED.batch(out)
         if fates:

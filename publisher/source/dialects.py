@@ -124,6 +124,10 @@ class Dialect:
     # citext would compare the texts as they are. None: the type's = needs no schema.
     collated_equality_schema: str | None = None
 
+    def schema_named(self, schema: str | None) -> str | None:
+        """The schema to name in SQL: None where the database has none (SQLite)."""
+        return schema if self.has_schemas else None
+
     def jdbc(self, url: URL) -> str:
         database = url.database or ""
         if self.database_is_file:

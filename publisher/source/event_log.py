@@ -43,7 +43,7 @@ def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> E
     customised names (fewer than half of the defaults) is read by position, in the fixed
     order the documents prescribe; otherwise a missing default name is a missing column."""
     schema, _, name = settings.log_table.rpartition(".")
-    schema = (schema or settings.schema) if dialect.has_schemas else None
+    schema = dialect.schema_named(schema or settings.schema)
     try:
         table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=engine)
     except sa.exc.NoSuchTableError:

@@ -27,9 +27,6 @@ from publisher.source.text import database_text
 
 Rows = TypeVar("Rows")
 CHECKED_ROWS = 10_000  # rows held at a time by current_check
-# Up to this many requested objects are read by their keys; more, and the table is read
-# whole (in ranges of its integer key when it has one).
-KEYED_READ_LIMIT = 1_000
 
 
 def current_select(
@@ -142,7 +139,7 @@ def current_read(
     """``current_select`` for the Python workers to read (its columns ``current_table``'s):
     a whole table with an integer key in ``parts(rows)`` ranges of it, by COPY where the
     database has it (source/copy_read.py); anything else through Spark's JDBC source."""
-    schema = catalogue.schema if dialect.has_schemas else None
+    schema = dialect.schema_named(catalogue.schema)
     split = _split(engine, schema, table, key_names) if wanted is None else None
     column = split and split[0]
     query = current_select(dialect, table, schema, key_names, wanted, column)
@@ -219,7 +216,7 @@ class CurrentRows:
 
     @property
     def schema(self) -> str | None:
-        return self.catalogue.schema if self.dialect.has_schemas else None
+        return self.dialect.schema_named(self.catalogue.schema)
 
     def read(self, table: Table, key_names: Sequence[str], wanted: list | None,
              parts: Callable[[int], int]) -> CopyRanges | JdbcQuery:

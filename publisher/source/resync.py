@@ -112,7 +112,7 @@ def resync(
     forward = [(table, name, f"{table.name}{_PASS_SEPARATOR}{number}") for table in classes
                for number, name in enumerate(catalogue.forward_references(table))]
     resumed, state = passes.begin([c.name for c in classes] + [key for *_, key in forward], restart)
-    db_schema = settings.schema if dialect.has_schemas else None
+    db_schema = dialect.schema_named(settings.schema)
     counts = []
     for table in classes:
         last_key, before, finished = state[table.name]

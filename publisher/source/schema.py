@@ -136,7 +136,7 @@ def reflect_catalogue(
     and the tables xdspub keeps beside it (SQLite: of the main database), each with its
     references and child tables; its time columns published under ``time_syntax``
     (docs/parameters.md, Time Syntax)."""
-    db_schema = schema if dialect.has_schemas else None
+    db_schema = dialect.schema_named(schema)
     inspector = sa.inspect(engine)
     log_name = log_table.rsplit(".", 1)[-1]
     own = {log_name, lock_table_name(dialect, log_name), resync_table_name(dialect, log_name)}

@@ -190,7 +190,7 @@ def trigger_script(
     checked("--schema", schema)
     catalogue = with_policy(reflect_catalogue(engine, dialect, schema, log_table), ColumnPolicy(excluded))
     log = open_event_log(engine, dialect, Settings(None, schema=schema, log_table=log_table))
-    db_schema = schema if dialect.has_schemas else None
+    db_schema = dialect.schema_named(schema)
     inspector = sa.inspect(engine)
     views = set(inspector.get_view_names(schema=db_schema))
     writer = _Writer(engine, dialect, catalogue, db_schema, log, flavour)
@@ -296,7 +296,7 @@ class _Writer:
         self.catalogue, self.db_schema, self.flavour = catalogue, db_schema, flavour
         self.collated = dialect.collated
         self.equals = _collated_equality(engine, dialect, self.quote)
-        log_schema = log.table.schema if dialect.has_schemas else None
+        log_schema = dialect.schema_named(log.table.schema)
         checked("event log", log.table.name)
         for role in _WRITTEN:
             checked(f"event log {log.table.name!r}, column", log.by_role[role])

@@ -85,7 +85,7 @@ def _database(options: ChangeOptions) -> tuple[sa.Engine, str | None]:
     from publisher.source.database import connect
 
     engine, dialect = connect(options.db_url)
-    return engine, options.schema if dialect.has_schemas else None
+    return engine, dialect.schema_named(options.schema)
 
 
 def _qlik_ct(options: ChangeOptions) -> ChangeInput:
