@@ -21,7 +21,7 @@ from publisher.delivery.ordered import spilled_commands
 from publisher.model.rows import PENDING, SPILLED
 from publisher.plans.exchange import Exchange
 from publisher.plans.reads import frame, state_frames
-from publisher.plans.spark_plan import ROWS_PER_RANGE
+from publisher.plans.exchange import ROWS_PER_RANGE
 from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
 from publisher.reduce.census import whole

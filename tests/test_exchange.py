@@ -37,7 +37,7 @@ def _written(tmp_path: Path) -> dict[int, list[str]]:
     files: dict[int, list[str]] = {}
     tasks = [CLASSIFIED.batch(_events(1)), CLASSIFIED.batch(_events(20)), STATE.batch(STATE_ROWS)]
     for batch in tasks:  # one writing task each
-        write = exchange.bucket_writer(str(tmp_path), BUCKETS, lambda _, batch=batch: iter([batch]))
+        write = exchange.bucket_writer(str(tmp_path), BUCKETS, exchange.by_object(lambda _, batch=batch: iter([batch]), BUCKETS))
         for report in next(write(iter([]))).to_pylist():
             assert report["error"] is None
             files.setdefault(report["bucket"], []).append(report["path"])

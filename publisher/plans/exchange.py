@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +30,9 @@ from publisher.plans.tasks import write_failure
 from publisher.reduce.pipeline import in_object_order, object_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
+ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 ROWS_PER_TASK = 100_000  # rows of one object-pass task, at most: a task holds its commands
 
 
@@ -71,22 +72,26 @@ class BucketFile:
                 pass  # the failure already reported says why
 
 
-def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
-    """mapInArrow body: ``body``'s rows (rows.CLASSIFIED, whose live rows are kept, or
-    rows.STATE) written to a file per bucket in ``directory``; reports (rows.EXCHANGED)
-    each file and its rows, or why one could not be written."""
+# Over a task's input: each batch to write into buckets and each of its rows' bucket; what
+# the task learns as it reads (triggerless: each range read's digest) appended to the list.
+Bucketed = Callable[[Iterator[pa.RecordBatch], list], Iterator[tuple[pa.RecordBatch, np.ndarray]]]
+
+
+def bucket_writer(directory: str, buckets: int, bucketed: Bucketed, schema: pa.Schema = _FILE_SCHEMA,
+                  kind: str = "rows") -> Passes:
+    """mapInArrow body: the rows ``bucketed`` gives written to a file per bucket in
+    ``directory``; reports (rows.EXCHANGED) each file and its rows and what the reading
+    learnt (range digests), or why a file could not be written."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         files: dict[int, BucketFile] = {}
         counts = np.zeros(buckets, np.int64)
+        learnt: list = []
         try:
-            for batch in body(batches):
-                rows = object_rows(batch)
-                if not rows.num_rows:
-                    continue
-                hashes = object_hashes(rows)
-                rows = pa.RecordBatch.from_arrays([*rows.columns, pa.array(hashes)], schema=_FILE_SCHEMA)
-                counts += write_buckets(rows, hashes % buckets, buckets, files, lambda n: BucketFile(Path(directory), n))
+            for rows, bucket in bucketed(batches, learnt):
+                if rows.num_rows:
+                    counts += write_buckets(rows, bucket, buckets, files,
+                                            lambda n: BucketFile(Path(directory), n, schema, kind))
             for file in files.values():
                 file.close()  # whole on disk before the report names it
         except OSError as exc:
@@ -97,9 +102,23 @@ def bucket_writer(directory: str, buckets: int, body: Passes) -> Passes:
                 file.abandon()
         yield EXCHANGED.batch(
             [EXCHANGED.row(n, str(file.path), int(counts[n])) for n, file in files.items()]
+            + [EXCHANGED.row(range_read=name, digest=digest) for name, digest in learnt]
         )
 
     return write
+
+
+def by_object(body: Passes, buckets: int) -> Bucketed:
+    """``body``'s rows (rows.CLASSIFIED, whose live rows are kept, or rows.STATE) as
+    rows.OBJECT_ROWS with their object hash, bucketed by it."""
+
+    def rows(batches: Iterator[pa.RecordBatch], _learnt: list) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+        for batch in body(batches):
+            rows = object_rows(batch)
+            hashes = object_hashes(rows)
+            yield pa.RecordBatch.from_arrays([*rows.columns, pa.array(hashes)], schema=_FILE_SCHEMA), hashes % buckets
+
+    return rows
 
 
 def write_buckets(
@@ -129,10 +148,9 @@ def bucket_rows(files: dict[int, list[str]], buckets: int) -> Passes:
         for batch in numbers:
             for number in batch.column(0).to_pylist():
                 # Mapped, not read: a piece's rows are copied when they are sorted.
-                parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in files.get(number, ())]
-                if not parts:
+                rows = read_all(files.get(number, []), _FILE_SCHEMA)
+                if not rows.num_rows:
                     continue
-                rows = pa.concat_tables(parts)
                 pieces = -(-rows.num_rows // ROWS_PER_TASK)
                 piece = (rows.column(_HASH).to_numpy() // buckets) % pieces
                 for index in range(pieces):
@@ -143,29 +161,64 @@ def bucket_rows(files: dict[int, list[str]], buckets: int) -> Passes:
     return read
 
 
+def bucket_count(spark: SparkSession, rows: int, per_task: int) -> int:
+    """Buckets for ``rows`` rows, about ``per_task`` or fewer a task: a multiple of the
+    cores, for 3 tasks on 2 cores leave one core idle a third of the pass."""
+    cores = spark.sparkContext.defaultParallelism
+    return cores * max(2, -(-rows // (per_task * cores)))
+
+
+def read_ranges(spark: SparkSession) -> Callable[[int], int]:
+    """How many ranges a read of so many rows is split into (plans/reads.py)."""
+    cores = spark.sparkContext.defaultParallelism
+    return lambda rows: max(cores, -(-rows // ROWS_PER_RANGE))
+
+
+def task_numbers(spark: SparkSession, count: int) -> DataFrame:
+    """0 to ``count`` - 1 in a task a core, each task taking its numbers in turn: a Python
+    task costs much to start (its function sent and set up), more than a range's read."""
+    return spark.range(count, numPartitions=max(1, min(count, spark.sparkContext.defaultParallelism)))
+
+
+def collected(jobs: Sequence[DataFrame]) -> list:
+    """The reports of ``jobs`` (rows.EXCHANGED, rows.SPILLED ...), run as one job; raises
+    the first failure they report (SinkError)."""
+    if not jobs:
+        return []
+    reports = reduce(lambda one, other: one.unionByName(other), jobs).collect()
+    first_failure(reports)
+    return reports
+
+
+def read_all(paths: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """Arrow files written in the work folder, as one table, memory-mapped (copied only
+    where a pass copies them); none: an empty table of ``schema``."""
+    parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in paths]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def write_table(stream: BinaryIO, table: pa.Table) -> int:
+    """``table`` as an Arrow file into ``stream``; how many rows."""
+    with ipc.new_file(stream, table.schema) as writer:
+        writer.write_table(table)
+    return table.num_rows
+
+
 class Exchange:
     """One cycle's shuffle by object: ``write`` the rows of some frames, then ``objects``
     gives every bucket's rows in object order."""
 
     def __init__(self, spark: SparkSession, directory: Path, rows: int) -> None:
-        cores = spark.sparkContext.defaultParallelism
-        # A multiple of the cores: 3 tasks on 2 cores leave one core idle a third of the pass.
-        self.buckets = cores * max(2, -(-rows // (ROWS_PER_TASK * cores)))
+        self.buckets = bucket_count(spark, rows, ROWS_PER_TASK)
         self.spark, self.directory = spark, str(directory)
         self.files: dict[int, list[str]] = defaultdict(list)
 
     def write(self, frames: Sequence[Frame]) -> None:
         """Run each frame's body over its rows, their rows written to the buckets: one job.
         SinkError when a file cannot be written."""
-        if not frames:
-            return
-        reports = [
-            rows.mapInArrow(bucket_writer(self.directory, self.buckets, body), EXCHANGED.ddl)
-            for rows, body in frames
-        ]
-        written = reduce(lambda one, other: one.unionByName(other), reports).collect()
-        first_failure(written)
-        for report in written:
+        jobs = [rows.mapInArrow(bucket_writer(self.directory, self.buckets, by_object(body, self.buckets)), EXCHANGED.ddl)
+                for rows, body in frames]
+        for report in collected(jobs):
             self.files[report.bucket].append(report.path)
 
     def objects(self) -> Frame:

@@ -15,7 +15,7 @@ from publisher.delivery.ordered import spilled_commands, spilled_fates
 from publisher.errors import SinkError
 from publisher.model.rows import SPILLED
 from publisher.plans import CycleSource, Phases, Reduced
-from publisher.plans.exchange import Exchange
+from publisher.plans.exchange import Exchange, read_ranges
 from publisher.plans.reads import ReadTable, frame, state_frames
 from publisher.plans.tasks import census_parts, counted, spill_writer
 from publisher.reduce import pipeline as p
@@ -26,7 +26,6 @@ from publisher.render.object_pass import object_pass
 from publisher.settings import Settings
 from publisher.source.query_back import isolated
 
-ROWS_PER_RANGE = 250_000  # rows a reading task takes, at most (and a range for each core)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,10 +62,7 @@ def reduce_on_spark(settings: Settings, source: CycleSource, work: Path, phases:
     classify = p.classify_rows(
         source.catalogue, source.loopback_user, settings.future_events, settings.max_value_length
     )
-    cores = spark.sparkContext.defaultParallelism
-
-    def parts_for(rows: int) -> int:
-        return max(cores, -(-rows // ROWS_PER_RANGE))
+    parts_for = read_ranges(spark)
 
     rows = source.count()
     parts = census_parts(spark.sparkContext)

@@ -17,27 +17,27 @@ import hashlib
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from functools import cache, partial, reduce
+from functools import cache, partial
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from publisher.delivery.lineage import object_fates
-from publisher.delivery.ordered import first_failure, write_ordered
+from publisher.delivery.ordered import write_ordered
 from publisher.errors import SinkError
 from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
 from publisher.outcome.state import Previous, hard_link
 from publisher.plans import ComparedClass, Rendered
-from publisher.plans.exchange import BucketFile, write_buckets
+from publisher.plans.exchange import (
+    Bucketed, bucket_count, bucket_writer, collected, read_all, read_ranges, task_numbers, write_table,
+)
 from publisher.plans.reads import Read, frame
-from publisher.plans.spark_plan import ROWS_PER_RANGE
 from publisher.plans.tasks import spill, write_failure
 from publisher.plans.triggerless_driver import rendered_in_driver, unread_class
 from publisher.reduce.objects import (
@@ -82,35 +82,9 @@ def key_buckets(keys: pa.Array, buckets: int) -> np.ndarray:
     return np.fromiter(hashes, np.uint32, len(keys)) % buckets
 
 
-def _bucket_writer(directory: str, buckets: int, kind: str, schema: pa.Schema, rows: Rows):
-    """mapInArrow body: ``rows`` (of ``schema``) into a file per bucket of their key;
-    reports (rows.EXCHANGED) each file and each range read's digest, or why a file could
-    not be written."""
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        files: dict[int, BucketFile] = {}
-        counts = np.zeros(buckets, np.int64)
-        digests: list[RangeDigest] = []
-        try:
-            for batch in rows(batches, digests):
-                if batch.num_rows:
-                    bucket = key_buckets(batch.column(KEY), buckets)
-                    counts += write_buckets(batch, bucket, buckets, files,
-                                            lambda n: BucketFile(Path(directory), n, schema, kind))
-            for file in files.values():
-                file.close()
-        except OSError as exc:
-            yield EXCHANGED.batch([EXCHANGED.row(error=write_failure(exc))])
-            return
-        finally:
-            for file in files.values():
-                file.abandon()
-        yield EXCHANGED.batch(
-            [EXCHANGED.row(n, str(f.path), int(counts[n])) for n, f in files.items()]
-            + [EXCHANGED.row(range_read=name, digest=digest) for name, digest in digests]
-        )
-
-    return write
+def _by_key(rows: Rows, buckets: int) -> Bucketed:
+    """``rows`` (objects, or child values) bucketed by their object's key."""
+    return lambda batches, digests: ((b, key_buckets(b.column(KEY), buckets)) for b in rows(batches, digests))
 
 
 def range_names(ranges: CopyRanges) -> list[str]:
@@ -161,20 +135,9 @@ def _old_rows(table: Table, files: list[str]) -> Rows:
     return read
 
 
-def _write_table(stream: BinaryIO, table: pa.Table) -> int:
-    with ipc.new_file(stream, table.schema) as writer:
-        writer.write_table(table)
-    return table.num_rows
-
-
 def _bucket_files(folder: str | Path, buckets: int) -> list[Path]:
     """The new state's files of ``buckets`` buckets in ``folder``, in bucket order."""
     return [Path(folder) / f"bucket-{number:05d}.parquet" for number in range(buckets)]
-
-
-def _read_all(paths: list[str], schema: pa.Schema) -> pa.Table:
-    parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in paths]
-    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previous: bool,
@@ -189,14 +152,14 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
             for number in batch.column(0).to_pylist():
                 current = with_children(
                     table,
-                    _read_all(files.get((NEW, number), []), current_schema(table)),
-                    _read_all(files.get((CHILD, number), []), CHILD_VALUES),
+                    read_all(files.get((NEW, number), []), current_schema(table)),
+                    read_all(files.get((CHILD, number), []), CHILD_VALUES),
                 )
                 old = None
                 if own_parts is not None:
                     old = aligned_state(table, pq.read_table(own_parts[number]))
                 elif has_previous:
-                    old = _read_all(files.get((OLD, number), []), state_schema(table))
+                    old = read_all(files.get((OLD, number), []), state_schema(table))
                 comparison = compare(table, old, current, startup)
                 part = _bucket_files(state_folder, number + 1)[number]
                 unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
@@ -210,7 +173,7 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
                 spilled = SPILLED.row()
                 if comparison.changes.num_rows:
                     name = f"changes-{number:05d}.arrow"
-                    spilled = spill(Path(work), name, lambda stream: _write_table(stream, comparison.changes))
+                    spilled = spill(Path(work), name, lambda stream: write_table(stream, comparison.changes))
                     if spilled.error is not None:
                         yield COMPARED.batch([COMPARED.row(error=spilled.error)])
                         return
@@ -229,12 +192,9 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
     from publisher.plans.session import spark_session
 
     spark = spark_session(settings.spark_master)
-    cores = spark.sparkContext.defaultParallelism
+    parts = read_ranges(spark)
 
-    def parts(count: int) -> int:
-        return max(cores, -(-count // ROWS_PER_RANGE))
-
-    buckets = cores * max(2, -(-rows // (OBJECTS_PER_TASK * cores)))
+    buckets = bucket_count(spark, rows, OBJECTS_PER_TASK)
     catalogue = current.catalogue
     parts_read = [(table, parent_objects(catalogue, table), NEW, current_schema(table))]
     parts_read += [(child, child_values(catalogue, table, child), CHILD, CHILD_VALUES) for child in table.children()]
@@ -254,13 +214,13 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
                 indices = [i for i, name in enumerate(names) if wanted is None or name in wanted]
                 if not indices:
                     continue
-                df = _numbers(spark, len(indices))
+                df = task_numbers(spark, len(indices))
                 rows_of = _digested(read, indices, names, known, body)
             elif wanted is None:
                 df, rows_of = _undigested(read, body, spark)
             else:
                 continue
-            jobs.append(df.mapInArrow(_bucket_writer(str(work), buckets, kind, schema, rows_of), EXCHANGED.ddl))
+            jobs.append(df.mapInArrow(bucket_writer(str(work), buckets, _by_key(rows_of, buckets), schema, kind), EXCHANGED.ddl))
         return jobs
 
     reports = read_jobs(None, known)
@@ -269,11 +229,10 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
     # comparing task reads its own part, and the state is not read twice.
     own_parts = old_files if len(old_files) == buckets else None
     if old_files and own_parts is None:
-        numbers = _numbers(spark, len(old_files))
-        writer = _bucket_writer(str(work), buckets, OLD, state_schema(table), _old_rows(table, old_files))
-        reports.append(numbers.mapInArrow(writer, EXCHANGED.ddl))
+        writer = bucket_writer(str(work), buckets, _by_key(_old_rows(table, old_files), buckets), state_schema(table), OLD)
+        reports.append(task_numbers(spark, len(old_files)).mapInArrow(writer, EXCHANGED.ddl))
     try:
-        written = _collected(reports)
+        written = collected(reports)
     except SinkError:
         raise
     except Exception:  # a read the database refuses fails the class alone: which, if any
@@ -288,27 +247,26 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
         return ComparedClass(objects, [], Counter(), lambda *_: ([], None), None, unchanged=True)
     unchanged = {name for name, digest in digests.items() if known.get(name) == digest}
     if unchanged:  # other ranges changed: the unchanged ones are made into objects after all
-        written += _collected(read_jobs(unchanged, {}))
+        written += collected(read_jobs(unchanged, {}))
     files: dict[tuple[str, int], list[str]] = defaultdict(list)
     for report in written:
         if report.path is not None:
             files[(Path(report.path).name.split("-", 1)[0].lstrip("."), report.bucket)].append(report.path)
     comparer = _comparer(table, dict(files), previous.classes is not None, own_parts, startup,
                          str(new_state), str(work))
-    compared = _numbers(spark, buckets).mapInArrow(comparer, COMPARED.ddl).collect()
-    first_failure(compared)
+    compared = collected([task_numbers(spark, buckets).mapInArrow(comparer, COMPARED.ddl)])
     self_references = catalogue.self_references(table)
     files_of_changes = _cycles_split(table, catalogue.schema, [r.path for r in compared if r.path],
                                      self_references, work)
     files_of_changes = _forward_split(table, files_of_changes, catalogue.forward_references(table), work)
     counts: Counter = Counter()
     for path in files_of_changes:  # the change column alone, mapped
-        counts.update(change_counts(_read_all([path], pa.schema([]))))
+        counts.update(change_counts(read_all([path], pa.schema([]))))
 
     def runs(first_ids: FirstIds, local_time: str | None, lineage: bool) -> Rendered:
         schema = catalogue.schema
         if not settings.on_spark(sum(counts.values())):
-            changes = _read_all(files_of_changes, pa.schema([]))
+            changes = read_all(files_of_changes, pa.schema([]))
             return rendered_in_driver(table, schema, changes, first_ids, local_time,
                                       self_references, lineage) if changes.num_rows else ([], None)
         return _rendered_runs(spark, table, schema, files_of_changes, first_ids, local_time,
@@ -319,21 +277,6 @@ def compare_on_spark(settings: Settings, current: CurrentRows, table: Table, row
     reads = digests if digested and not failed else None
     return ComparedClass(sum(r.objects or 0 for r in compared), failed, counts, runs,
                          [str(path) for path in _bucket_files(new_state, buckets)], reads)
-
-
-def _numbers(spark, count: int) -> DataFrame:
-    """0 to ``count`` - 1 in a task a core, each task taking its numbers in turn: a Python
-    task costs much to start (its function sent and set up), more than a range's read."""
-    return spark.range(count, numPartitions=max(1, min(count, spark.sparkContext.defaultParallelism)))
-
-
-def _collected(jobs: list[DataFrame]) -> list:
-    """The reports of ``jobs`` (rows.EXCHANGED), run as one; raises the first failure."""
-    if not jobs:
-        return []
-    written = reduce(lambda one, other: one.unionByName(other), jobs).collect()
-    first_failure(written)
-    return written
 
 
 def _ordering_columns(table: Table, self_references: list[str]) -> list[str]:
@@ -349,7 +292,7 @@ def _cycles_split(table: Table, schema: str, files: list[str], self_references: 
     and the modifies in a file of their own, last."""
     if not self_references or not files:
         return files
-    parts = [_read_all([path], pa.schema([])).select(_ordering_columns(table, self_references)) for path in files]
+    parts = [read_all([path], pa.schema([])).select(_ordering_columns(table, self_references)) for path in files]
     rows, kept = cycle_breaks(table, pa.concat_tables(parts), schema, self_references)
     if not len(rows):
         return files
@@ -359,7 +302,7 @@ def _cycles_split(table: Table, schema: str, files: list[str], self_references: 
     for number in np.unique(file_of).tolist():
         mine = file_of == number
         local = rows[mine] - (ends[number - 1] if number else 0)
-        changes = _read_all([files[number]], pa.schema([]))
+        changes = read_all([files[number]], pa.schema([]))
         replaced, modified = split_changes(
             table, changes.take(local), {name: [v for v, m in zip(values, mine) if m] for name, values in kept.items()}
         )
@@ -367,11 +310,11 @@ def _cycles_split(table: Table, schema: str, files: list[str], self_references: 
         others[local] = False
         files[number] = str(work / f"split-{number:05d}.arrow")
         with pa.OSFile(files[number], "wb") as stream:
-            _write_table(stream, pa.concat_tables([changes.filter(pa.array(others)), replaced]))
+            write_table(stream, pa.concat_tables([changes.filter(pa.array(others)), replaced]))
         modifies.append(modified)
     files.append(str(work / "split-modifies.arrow"))
     with pa.OSFile(files[-1], "wb") as stream:
-        _write_table(stream, pa.concat_tables(modifies))
+        write_table(stream, pa.concat_tables(modifies))
     return files
 
 
@@ -383,12 +326,12 @@ def _forward_split(table: Table, files: list[str], forward: list[str], work: Pat
         return files
     written = []
     for number, path in enumerate(files):
-        changes = _read_all([path], pa.schema([]))
+        changes = read_all([path], pa.schema([]))
         split = with_forward_references_split(table, changes, forward)
         if split is not changes:
             path = str(work / f"forward-{number:05d}.arrow")
             with pa.OSFile(path, "wb") as stream:
-                _write_table(stream, split)
+                write_table(stream, split)
         written.append(path)
     return written
 
@@ -402,7 +345,7 @@ def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids
     if not files:
         return [], None
     columns = list(dict.fromkeys([*_ordering_columns(table, self_references), *([KEY] if lineage else [])]))
-    keys = [_read_all([path], pa.schema([])).select(columns) for path in files]
+    keys = [read_all([path], pa.schema([])).select(columns) for path in files]
     every = pa.concat_tables(keys)
     ids = event_ids(table, every, first_ids, schema, self_references)
     fates = object_fates(table.name, every[KEY], pc.cast(every["change"], pa.string()), ids) if lineage else None
@@ -412,8 +355,7 @@ def _rendered_runs(spark, table: Table, schema: str, files: list[str], first_ids
         np.save(id_files[-1], ids[start : start + part.num_rows])
         start += part.num_rows
     render = _renderer(table, schema, files, id_files, local_time, str(work))
-    reports = _numbers(spark, len(files)).mapInArrow(render, SPILLED.ddl).collect()
-    first_failure(reports)
+    reports = collected([task_numbers(spark, len(files)).mapInArrow(render, SPILLED.ddl)])
     return [r.path for r in reports if r.path and r.commands], fates
 
 
@@ -426,7 +368,7 @@ def _renderer(table: Table, schema: str, files: list[str], id_files: list[str], 
     def render(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in numbers:
             for number in batch.column(0).to_pylist():
-                changes = _read_all([files[number]], pa.schema([]))
+                changes = read_all([files[number]], pa.schema([]))
                 rendered = rendered_changes(table, schema, changes, np.load(id_files[number]), local_time)
                 name = f"commands-{number:05d}.arrow"
                 spilled = spill(Path(work), name, lambda stream: write_ordered(rendered, stream))
