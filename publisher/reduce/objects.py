@@ -530,7 +530,8 @@ def commands(
         elif change == Change.CURRENT:
             attrs = tuple(Attr(AttrOp.REPLACE, a.name, a.xds_type, None, _values(row, a), a.multi_valued)
                           for a in names)
-            kind = CommandKind.MODIFY
+            # A key-only object: announced by an add alone, as a type 6 would (rules.object_runs).
+            kind = CommandKind.MODIFY if attrs else CommandKind.ADD
         else:
             attrs = tuple(_modified(names, row["old"], row))
             kind = CommandKind.MODIFY

@@ -246,12 +246,12 @@ def object_runs(
     for kind, run in _runs(table, events, read, statuses, creations):
         attrs = _attrs_of(table, kind, run)
         if kind == CommandKind.MODIFY and not attrs:
-            if not any(e.event_type == ev.EventType.INSERT_ROW_QUERY_BACK for e in run):
+            if not any(e.event_type in ev.ROW_QUERY_BACK for e in run):
                 runs.append((None, run))
                 continue
-            # An inserted row without any value (a key-only row, every column NULL) is an
-            # object all the same: announced by an add alone, as the field triggers do
-            # (docs/rendering.md, Empty pieces).
+            # A row read back without any value (a key-only row; inserted: every column
+            # NULL) is an object all the same: announced by an add alone, as the field
+            # triggers do (docs/rendering.md, Empty pieces).
             kind = CommandKind.ADD
         head = run[0]
         where = association(head.canonical_key, table.name, schema)
