@@ -137,7 +137,7 @@ def publish(settings: Settings, out: str) -> int:
     catalogue = reflect_catalogue(
         engine, dialect, settings.schema, settings.log_table, settings.time_syntax
     )
-    schema = settings.schema if dialect.has_schemas else None
+    schema = dialect.schema_named(settings.schema)
     user = loopback_user(settings.publisher_user, engine.url.username, settings.allow_loopback)
     c = log.column
     pending = (

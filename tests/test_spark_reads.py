@@ -33,7 +33,7 @@ def test_a_whole_table_split_in_key_ranges_reads_what_the_driver_reads(kind, tmp
         assert rows.rdd.getNumPartitions() > 1
         ddl = ", ".join(f"`{f.name}` {'BINARY' if f.type == pa.binary() else 'STRING'}" for f in read.schema)
         got = rows.mapInArrow(body, ddl).toArrow()
-        expected = current_table(db.engine, db.schema if db.dialect.has_schemas else None, usr, usr.key_columns, None)
+        expected = current_table(db.engine, db.dialect.schema_named(db.schema), usr, usr.key_columns, None)
         key = lambda row: int(row["idu"])  # noqa: E731
         assert sorted(got.to_pylist(), key=key) == sorted(expected.to_pylist(), key=key)
         assert got.num_rows == 40

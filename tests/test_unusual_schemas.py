@@ -42,7 +42,7 @@ class UnusualDb:
         else:
             url, self.schema = server_url(kind), f"Xt_{uuid.uuid4().hex[:8]}_Mixed"
         self.engine, self.dialect = connect(url, create=True)
-        self.db_schema = self.schema if self.dialect.has_schemas else None
+        self.db_schema = self.dialect.schema_named(self.schema)
         init_db(self.engine, self.dialect, self.schema, LOG, False, "none")
         self.metadata = sa.MetaData(schema=self.db_schema)
         prefix = f"{self.db_schema}." if self.db_schema else ""

@@ -110,7 +110,7 @@ def test_field_events_and_query_back_give_the_same_text(value_db: SampleDb, rows
                      [{"id": k, **{n: _bound(v) for n, v in row.items()}} for k, row in enumerate(rows, 1)])
         # What a per-field trigger logs: each column as the database's text, binary in Base64.
         source = sa.table("vals", *(sa.column(n) for n in ["id", *names]),
-                          schema=db.schema if db.dialect.has_schemas else None)
+                          schema=db.dialect.schema_named(db.schema))
         texts = conn.execute(sa.select(source.c.id, source.c.bin, *(
             sa.cast(source.c[n], sa.Text).label(n) for n in names if n != "bin"))).mappings().all()
         for row in texts:

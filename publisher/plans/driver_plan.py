@@ -25,7 +25,6 @@ from publisher.settings import Settings
 from publisher.source.query_back import isolated
 
 
-
 def batches(table: pa.Table) -> Iterator[pa.RecordBatch]:
     return iter(table.to_batches(BATCH_ROWS))
 

@@ -14,7 +14,6 @@ from publisher.reduce.objects import commands
 from publisher.render.xds import command_xml
 
 
-
 def rendered_changes(
     table: Table, schema: str, changes: pa.Table, ids: np.ndarray, local_time: str | None
 ) -> Iterator[pa.RecordBatch]:
