@@ -10,6 +10,7 @@ a key-only table, a child table and references."""
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import random
 import signal
@@ -382,19 +383,32 @@ def test_the_service_publishes_each_interval_and_stops_on_sigterm(tmp_path):
     from tests.conftest import make_sample_db
     from tests.test_service import Poll
 
+    import urllib.request
+
+    from tests.conftest import free_port
+
     db = make_sample_db("sqlite", tmp_path)
     db.add_user(1, "Ann", None, None)
-    out = tmp_path / "out"
+    db.execute("CREATE TABLE marker (n INTEGER)")
+    out, lineage, port = tmp_path / "out", tmp_path / "lineage.jsonl", free_port()
     poll = Poll(db, out, tmp_path / "poll.log", "--mode", "triggerless", "--startup", "all", "--tables", "usr",
-                "--state-dir", str(tmp_path / "state"))
+                "--state-dir", str(tmp_path / "state"), "--lineage", str(lineage), "--metrics-port", str(port),
+                "--post-statements", "INSERT INTO marker VALUES (1)")
     try:
         poll.wait_for(lambda: len(_classes(out)) == 1, "the first object's add")
         db.execute("UPDATE usr SET fname = 'Anna' WHERE idu = 1")
         poll.wait_for(lambda: len(_classes(out)) == 2, "its modify")
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
     finally:
         assert poll.terminate() == 0
     assert [kind for kind, _ in _classes(out)] == ["add", "modify"]
     assert "state not used" in poll.log() and "info stopped" in poll.log()
+    # --lineage, the metrics and the Post Polling Statements serve triggerless too.
+    assert [(json.loads(line)["object"], json.loads(line)["rule"]) for line in lineage.read_text().splitlines()] == [
+        ("idu=1", "added"), ("idu=1", "changed")]
+    assert 'xdspub_rows_total{status="S"} 2.0' in metrics and "xdspub_pending_rows 0.0" in metrics
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM marker")).scalar() == 2
     db.drop()
 
 

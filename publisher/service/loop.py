@@ -195,7 +195,8 @@ class PollingService:
         self.metrics.cycle.observe(seconds)
         for letter, count in report.by_status.items():
             self.metrics.rows.labels(letter).inc(count)
-        if report.compared:  # objects not published stay pending (docs/triggerless.md)
+        if report.compared:  # objects published, and those not, which stay pending
+            self.metrics.rows.labels("S").inc(report.commands)
             self.metrics.rows.labels("E").inc(len(report.failed))
             self.metrics.pending.set(len(report.failed))
         if report.state_unused:
