@@ -1,9 +1,13 @@
-"""The two ways a cycle's rows become commands: on Spark (plans/spark_plan.py), or, for a
-cycle of few rows, in the driver (plans/driver_plan.py). Both run the same passes, the
-bodies in publisher/reduce and publisher/render; they differ in how rows travel.
+"""How a publication's rows become commands, handed plain data. The event log's and the
+change formats' rows: on Spark (plans/spark_plan.py), or, for a cycle of few rows, in the
+driver (plans/driver_plan.py), the same passes, the bodies in publisher/reduce and
+publisher/render; they differ in how rows travel.
 
     source --rows--> classify --> query-back state --> object pass --> Reduced
-"""
+
+Triggerless classes: compared on Spark (plans/triggerless_plan.py) or in the driver
+(plans/triggerless_driver.py), each a ComparedClass. Both kinds share one Spark kit
+(plans/exchange.py) and session (plans/session.py)."""
 
 from __future__ import annotations
 
