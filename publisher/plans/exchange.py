@@ -26,7 +26,7 @@ from publisher.delivery.documents import create_temporary
 from publisher.delivery.ordered import first_failure
 from publisher.model.rows import BATCH_ROWS, EXCHANGED, OBJECT_ROWS, Passes
 from publisher.plans.reads import Frame
-from publisher.plans.tasks import write_failure
+from publisher.plans.tasks import numbers_taken, task_numbers, write_failure
 from publisher.reduce.pipeline import in_object_order, object_rows
 
 if TYPE_CHECKING:
@@ -145,18 +145,17 @@ def bucket_rows(files: dict[int, list[str]], buckets: int) -> Passes:
     piece by piece, each piece whole objects."""
 
     def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for number in batch.column(0).to_pylist():
-                # Mapped, not read: a piece's rows are copied when they are sorted.
-                rows = read_all(files.get(number, []), _FILE_SCHEMA)
-                if not rows.num_rows:
-                    continue
-                pieces = -(-rows.num_rows // ROWS_PER_TASK)
-                piece = (rows.column(_HASH).to_numpy() // buckets) % pieces
-                for index in range(pieces):
-                    part = rows if pieces == 1 else rows.filter(pa.array(piece == index))
-                    part = in_object_order(part.drop_columns([_HASH]))
-                    yield from part.to_batches(BATCH_ROWS)
+        for number in numbers_taken(numbers):
+            # Mapped, not read: a piece's rows are copied when they are sorted.
+            rows = read_all(files.get(number, []), _FILE_SCHEMA)
+            if not rows.num_rows:
+                continue
+            pieces = -(-rows.num_rows // ROWS_PER_TASK)
+            piece = (rows.column(_HASH).to_numpy() // buckets) % pieces
+            for index in range(pieces):
+                part = rows if pieces == 1 else rows.filter(pa.array(piece == index))
+                part = in_object_order(part.drop_columns([_HASH]))
+                yield from part.to_batches(BATCH_ROWS)
 
     return read
 
@@ -172,12 +171,6 @@ def read_ranges(spark: SparkSession) -> Callable[[int], int]:
     """How many ranges a read of so many rows is split into (plans/reads.py)."""
     cores = spark.sparkContext.defaultParallelism
     return lambda rows: max(cores, -(-rows // ROWS_PER_RANGE))
-
-
-def task_numbers(spark: SparkSession, count: int) -> DataFrame:
-    """0 to ``count`` - 1 in a task a core, each task taking its numbers in turn: a Python
-    task costs much to start (its function sent and set up), more than a range's read."""
-    return spark.range(count, numPartitions=max(1, min(count, spark.sparkContext.defaultParallelism)))
 
 
 def collected(jobs: Sequence[DataFrame]) -> list:
@@ -224,5 +217,4 @@ class Exchange:
     def objects(self) -> Frame:
         """The bucket numbers, and the body that gives each bucket's rows (rows.OBJECT_ROWS)
         in object order."""
-        numbers = self.spark.range(self.buckets, numPartitions=self.buckets)
-        return numbers, bucket_rows(dict(self.files), self.buckets)
+        return task_numbers(self.spark, self.buckets, alone=True), bucket_rows(dict(self.files), self.buckets)

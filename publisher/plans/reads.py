@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from publisher.model.catalogue import Catalogue, Table
 from publisher.model.rows import PENDING, Passes
+from publisher.plans.tasks import numbers_taken, task_numbers
 from publisher.reduce.current import current_pass, state_reads
 from publisher.source.changes import StagedChanges
 from publisher.source.copy_read import CopyRanges
@@ -40,11 +41,10 @@ def _ranged(spark: SparkSession, ranges: CopyRanges, body: Passes) -> Frame:
     rows."""
 
     def read(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for index in batch.column(0).to_pylist():
-                yield from body(ranges.read(index))
+        for index in numbers_taken(numbers):
+            yield from body(ranges.read(index))
 
-    return spark.range(len(ranges), numPartitions=len(ranges)), read
+    return task_numbers(spark, len(ranges), alone=True), read
 
 
 def _retyped(retyped: Retyped, body: Passes) -> Passes:

@@ -1,4 +1,5 @@
-"""Bodies of Spark tasks that know their task: the census each classifying task adds to an
+"""The numbers Spark tasks take, in the event-log and triggerless plans alike; and bodies
+of Spark tasks that know their task: the census each classifying task adds to an
 accumulator by its partition, and the spill file each object-pass task writes under its
 partition's name. What they wrap runs the same in the driver (plans/driver_plan.py)."""
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -16,6 +17,23 @@ from publisher.delivery.ordered import sorted_run, split_reduced
 from publisher.model.rows import LINEAGE, SPILLED, Passes
 from publisher.reduce.census import Census
 from publisher.reduce.references import Referenced
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def task_numbers(spark: SparkSession, count: int, alone: bool = False) -> DataFrame:
+    """0 to ``count`` - 1, each in a task of its own when ``alone`` (a task holds what its
+    number gives, as an object pass its commands); else in a task a core, each taking its
+    numbers in turn: a Python task costs much to start, more than a range's read."""
+    tasks = count if alone else max(1, min(count, spark.sparkContext.defaultParallelism))
+    return spark.range(count, numPartitions=tasks)
+
+
+def numbers_taken(batches: Iterator[pa.RecordBatch]) -> Iterator[int]:
+    """The numbers of task_numbers that a task takes, in turn."""
+    for batch in batches:
+        yield from batch.column(0).to_pylist()
 
 
 def _partition() -> int:

@@ -35,10 +35,10 @@ from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
 from publisher.outcome.state import Previous, hard_link
 from publisher.plans import ComparedClass, Rendered
 from publisher.plans.exchange import (
-    Bucketed, bucket_count, bucket_writer, collected, read_all, read_ranges, task_numbers, write_table,
+    Bucketed, bucket_count, bucket_writer, collected, read_all, read_ranges, write_table,
 )
 from publisher.plans.reads import Read, frame
-from publisher.plans.tasks import spill, write_failure
+from publisher.plans.tasks import numbers_taken, spill, task_numbers, write_failure
 from publisher.plans.triggerless_driver import rendered_in_driver, unread_class
 from publisher.reduce.objects import (
     ATTRIBUTE,
@@ -105,15 +105,14 @@ def _digested(ranges: CopyRanges, indices: list[int], names: list[str], known: d
     (docs/triggerless.md, A cycle with no change)."""
 
     def read(numbers: Iterator[pa.RecordBatch], digests: list[RangeDigest]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for number in batch.column(0).to_pylist():
-                index, blocks, digest = indices[number], [], hashlib.blake2b(digest_size=16)
-                for block in ranges.blocks(index):
-                    blocks.append(block)
-                    digest.update(block)
-                digests.append((names[index], digest.hexdigest()))
-                if known.get(names[index]) != digests[-1][1]:
-                    yield from map(body, ranges.parse(blocks))
+        for number in numbers_taken(numbers):
+            index, blocks, digest = indices[number], [], hashlib.blake2b(digest_size=16)
+            for block in ranges.blocks(index):
+                blocks.append(block)
+                digest.update(block)
+            digests.append((names[index], digest.hexdigest()))
+            if known.get(names[index]) != digests[-1][1]:
+                yield from map(body, ranges.parse(blocks))
 
     return read
 
@@ -128,9 +127,8 @@ def _old_rows(table: Table, files: list[str]) -> Rows:
     """Over file numbers: each previous state file's objects, in this cycle's columns."""
 
     def read(numbers: Iterator[pa.RecordBatch], _digests: list[RangeDigest]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for number in batch.column(0).to_pylist():
-                yield from aligned_state(table, pq.read_table(files[number])).to_batches()
+        for number in numbers_taken(numbers):
+            yield from aligned_state(table, pq.read_table(files[number])).to_batches()
 
     return read
 
@@ -148,39 +146,37 @@ def _comparer(table: Table, files: dict[tuple[str, int], list[str]], has_previou
     spilled; reports (rows.COMPARED)."""
 
     def run(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for number in batch.column(0).to_pylist():
-                current = with_children(
-                    table,
-                    read_all(files.get((NEW, number), []), current_schema(table)),
-                    read_all(files.get((CHILD, number), []), CHILD_VALUES),
-                )
-                old = None
-                if own_parts is not None:
-                    old = aligned_state(table, pq.read_table(own_parts[number]))
-                elif has_previous:
-                    old = read_all(files.get((OLD, number), []), state_schema(table))
-                comparison = compare(table, old, current, startup)
-                part = _bucket_files(state_folder, number + 1)[number]
-                unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
-                try:
-                    part.unlink(missing_ok=True)  # a task run again
-                    if not (unchanged and hard_link(own_parts[number], part)):
-                        pq.write_table(comparison.state, part)
-                except OSError as exc:
-                    yield COMPARED.batch([COMPARED.row(error=write_failure(exc))])
+        for number in numbers_taken(numbers):
+            current = with_children(
+                table,
+                read_all(files.get((NEW, number), []), current_schema(table)),
+                read_all(files.get((CHILD, number), []), CHILD_VALUES),
+            )
+            old = None
+            if own_parts is not None:
+                old = aligned_state(table, pq.read_table(own_parts[number]))
+            elif has_previous:
+                old = read_all(files.get((OLD, number), []), state_schema(table))
+            comparison = compare(table, old, current, startup)
+            part = _bucket_files(state_folder, number + 1)[number]
+            unchanged = own_parts is not None and not comparison.changes.num_rows and not comparison.failed
+            try:
+                part.unlink(missing_ok=True)  # a task run again
+                if not (unchanged and hard_link(own_parts[number], part)):
+                    pq.write_table(comparison.state, part)
+            except OSError as exc:
+                yield COMPARED.batch([COMPARED.row(error=write_failure(exc))])
+                return
+            spilled = SPILLED.row()
+            if comparison.changes.num_rows:
+                name = f"changes-{number:05d}.arrow"
+                spilled = spill(Path(work), name, lambda stream: write_table(stream, comparison.changes))
+                if spilled.error is not None:
+                    yield COMPARED.batch([COMPARED.row(error=spilled.error)])
                     return
-                spilled = SPILLED.row()
-                if comparison.changes.num_rows:
-                    name = f"changes-{number:05d}.arrow"
-                    spilled = spill(Path(work), name, lambda stream: write_table(stream, comparison.changes))
-                    if spilled.error is not None:
-                        yield COMPARED.batch([COMPARED.row(error=spilled.error)])
-                        return
-                rows = [COMPARED.row(path=spilled.path, changes=comparison.changes.num_rows,
-                                     objects=comparison.objects)]
-                rows += [COMPARED.row(object_key=key, reason=why) for key, why in comparison.failed]
-                yield COMPARED.batch(rows)
+            rows = [COMPARED.row(path=spilled.path, changes=comparison.changes.num_rows, objects=comparison.objects)]
+            rows += [COMPARED.row(object_key=key, reason=why) for key, why in comparison.failed]
+            yield COMPARED.batch(rows)
 
     return run
 
@@ -366,14 +362,13 @@ def _renderer(table: Table, schema: str, files: list[str], id_files: list[str], 
     written."""
 
     def render(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in numbers:
-            for number in batch.column(0).to_pylist():
-                changes = read_all([files[number]], pa.schema([]))
-                rendered = rendered_changes(table, schema, changes, np.load(id_files[number]), local_time)
-                name = f"commands-{number:05d}.arrow"
-                spilled = spill(Path(work), name, lambda stream: write_ordered(rendered, stream))
-                yield SPILLED.batch([spilled])
-                if spilled.error is not None:
-                    return
+        for number in numbers_taken(numbers):
+            changes = read_all([files[number]], pa.schema([]))
+            rendered = rendered_changes(table, schema, changes, np.load(id_files[number]), local_time)
+            name = f"commands-{number:05d}.arrow"
+            spilled = spill(Path(work), name, lambda stream: write_ordered(rendered, stream))
+            yield SPILLED.batch([spilled])
+            if spilled.error is not None:
+                return
 
     return render
