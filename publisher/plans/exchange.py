@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -188,13 +188,6 @@ def read_all(paths: Sequence[str], schema: pa.Schema) -> pa.Table:
     where a pass copies them); none: an empty table of ``schema``."""
     parts = [ipc.open_file(pa.memory_map(path)).read_all() for path in paths]
     return pa.concat_tables(parts) if parts else schema.empty_table()
-
-
-def write_table(stream: BinaryIO, table: pa.Table) -> int:
-    """``table`` as an Arrow file into ``stream``; how many rows."""
-    with ipc.new_file(stream, table.schema) as writer:
-        writer.write_table(table)
-    return table.num_rows
 
 
 class Exchange:

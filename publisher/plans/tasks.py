@@ -1,7 +1,8 @@
-"""The numbers Spark tasks take, in the event-log and triggerless plans alike; and bodies
-of Spark tasks that know their task: the census each classifying task adds to an
-accumulator by its partition, and the spill file each object-pass task writes under its
-partition's name. What they wrap runs the same in the driver (plans/driver_plan.py)."""
+"""What Spark tasks take and write in the event-log and triggerless plans alike: numbers,
+files reported (or why not); and bodies of tasks that know their task: the census each
+classifying task adds to an accumulator by its partition, and the spill file each
+object-pass task writes under its partition's name. What they wrap runs the same in the
+driver (plans/driver_plan.py)."""
 
 from __future__ import annotations
 
@@ -94,12 +95,11 @@ def spill(directory: Path, name: str, write: Callable[[BinaryIO], int]) -> tuple
     return SPILLED.row(path=str(path), commands=count)
 
 
-def _arrow_file(batches: list[pa.RecordBatch], stream: BinaryIO) -> int:
-    """``batches`` (rows.LINEAGE) as an Arrow file; how many rows."""
-    with ipc.new_file(stream, LINEAGE.arrow) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
-    return sum(batch.num_rows for batch in batches)
+def write_table(stream: BinaryIO, table: pa.Table) -> int:
+    """``table`` as an Arrow file into ``stream``; how many rows."""
+    with ipc.new_file(stream, table.schema) as writer:
+        writer.write_table(table)
+    return table.num_rows
 
 
 def spill_writer(directory: str, passes: Passes) -> Passes:
@@ -121,7 +121,7 @@ def spill_writer(directory: str, passes: Passes) -> Passes:
                         lambda stream: sorted_run(commands, stream))
         if spilled.error is None and fates:
             kept = spill(Path(directory), f"fates-{partition:05d}.arrow",
-                         lambda stream: _arrow_file(fates, stream))
+                         lambda stream: write_table(stream, pa.Table.from_batches(fates, LINEAGE.arrow)))
             spilled = kept if kept.error is not None else spilled._replace(fates=kept.path)
         if spilled.error is not None:
             yield SPILLED.batch([spilled])

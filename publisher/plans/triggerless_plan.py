@@ -34,11 +34,9 @@ from publisher.model.catalogue import Table
 from publisher.model.rows import COMPARED, EXCHANGED, SPILLED
 from publisher.outcome.state import Previous, hard_link
 from publisher.plans import ComparedClass, Rendered
-from publisher.plans.exchange import (
-    Bucketed, bucket_count, bucket_writer, collected, read_all, read_ranges, write_table,
-)
+from publisher.plans.exchange import Bucketed, bucket_count, bucket_writer, collected, read_all, read_ranges
 from publisher.plans.reads import Read, frame
-from publisher.plans.tasks import numbers_taken, spill, task_numbers, write_failure
+from publisher.plans.tasks import numbers_taken, spill, task_numbers, write_failure, write_table
 from publisher.plans.triggerless_driver import rendered_in_driver, unread_class
 from publisher.reduce.objects import (
     ATTRIBUTE,
