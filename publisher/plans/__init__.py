@@ -7,7 +7,7 @@ publisher/render; they differ in how rows travel.
 
 Triggerless classes: compared on Spark (plans/triggerless_plan.py) or in the driver
 (plans/triggerless_driver.py), each a ComparedClass. Both kinds share one Spark kit
-(plans/exchange.py) and session (plans/session.py)."""
+(plans/exchange.py, plans/tasks.py) and session (plans/session.py)."""
 
 from __future__ import annotations
 
