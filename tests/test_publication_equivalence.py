@@ -1,7 +1,8 @@
 """Two publications of one database give the same commands (issue: one cycle skeleton):
 `export --mode triggerless --startup resync` and an event-log cycle of one type 6
 query-back an object, logged in the triggerless cycle's command order, publish the same
-XML (after c14n) in the same order, on each database. Only the event-ids differ: a
+XML (after c14n) in the same order, on each database. Only the event-ids differ (but for
+objects of a class naming each other in a cycle: the expected failure at the end): a
 triggerless command's is the state's generation and its place (docs/triggerless.md,
 Commands), an event log command's its first row's record_id.
 
@@ -208,3 +209,16 @@ def test_sample_triggerless_resync_and_type_6_of_each_object_publish_the_same_do
         assert [name for name, _ in documents] == [f"{first:020d}.xml" for first in _event_ids(documents)[::4]]
     assert [EVENT_ID.sub(b"", data) for _, data in event_log] == [EVENT_ID.sub(b"", data) for _, data in triggerless]
 
+
+@pytest.mark.slow  # publisher processes
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "objects of a class naming each other in a cycle: the triggerless resync breaks the cycle "
+    "(usr 6's modify has manager <remove-all-values/> alone, and a completing modify after usr 7 "
+    "gives it, <add-value> alone); the type 6 of usr 6 is no creation, so it publishes manager "
+    "idu=7 in its own modify, before usr 7's, and the type 8 resync logs for that reference is "
+    "superseded (S, no command): one command fewer"))
+def test_sample_objects_naming_each_other_in_a_cycle(tmp_path):
+    rows = (*SAMPLE_ROWS, "INSERT INTO {p}usr (idu, fname) VALUES (6, 'Six'), (7, 'Seven')",
+            "UPDATE {p}usr SET manager = 7 WHERE idu = 6", "UPDATE {p}usr SET manager = 6 WHERE idu = 7")
+    triggerless, event_log, _ = _resync_both_ways("sqlite", tmp_path, rows)
+    assert _c14n_commands(event_log) == _c14n_commands(triggerless)
