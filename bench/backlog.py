@@ -100,13 +100,13 @@ def load(
     backend = sa.engine.make_url(url).get_backend_name()
     if backend == "sqlite":
         Path(sa.engine.make_url(url).database).unlink(missing_ok=True)
-    engine, dialect = connect(url, create=True)
+    engine, dialect = database = connect(url, create=True)
     if dialect.has_schemas:
         with engine.begin() as conn:
             drop = "DROP SCHEMA IF EXISTS {} CASCADE" if backend == "postgresql" else "DROP SCHEMA IF EXISTS {}"
             conn.exec_driver_sql(drop.format(schema))
             conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="none")
+    init_db(database, schema, "indirect_process", sample=True, flavour="none")
     rng = random.Random(seed)
     prefix = f"{schema}." if dialect.has_schemas else ""
     tables = {  # table (columns): its rows

@@ -60,25 +60,25 @@ def main() -> None:
         args.db, schema=args.schema, log_table=f"{args.schema}.indirect_process",
         time_syntax=args.time_syntax,
     )
-    engine, dialect = connect(args.db)
-    log = open_event_log(engine, dialect, settings)
+    engine, dialect = database = connect(args.db)
+    log = open_event_log(database, settings)
     catalogue = reflect_catalogue(
-        engine, dialect, settings.schema, settings.log_table, settings.time_syntax
+        database, settings.schema, settings.log_table, settings.time_syntax
     )
     spark = spark_session("local[*]")
     spark.range(1).count()
     classify = p.classify_rows(catalogue, engine.url.username, False, settings.max_value_length)
-    bounds = pending_bounds(engine, log, dialect, settings)
+    bounds = pending_bounds(database, log, settings)
     cores = spark.sparkContext.defaultParallelism
     read_parts = max(cores, min(bounds.rows // ROWS_PER_RANGE, 4 * cores))
     split = ("record_id", bounds.low, bounds.high, bounds.rows) if bounds.rows else None
-    jdbc = jdbc_query(engine, dialect, pending_select(log, dialect, settings), PENDING.arrow, split)
+    jdbc = jdbc_query(database, pending_select(log, dialect, settings), PENDING.arrow, split)
     pending, jdbc_classify = frame(spark, jdbc, classify)
     print(f"JDBC read of the pending rows: {_seconds(lambda: pending.write.format('noop').mode('overwrite').save()):.2f} s")
     parts = census_parts(spark.sparkContext)
     with tempfile.TemporaryDirectory() as work:
         exchange = Exchange(spark, Path(work), bounds.rows)
-        read = pending_read(engine, log, dialect, settings, bounds, read_parts)
+        read = pending_read(database, log, settings, bounds, read_parts)
         classifying = frame(spark, read, counted(classify, parts, False, referenced_classes(catalogue)))
         how = f"COPY in {len(read)} ranges" if isinstance(read, CopyRanges) else "JDBC"
         seconds = _seconds(lambda: exchange.write([classifying]))
@@ -87,7 +87,7 @@ def main() -> None:
 
         def current(table, key_names, wanted):
             return current_read(
-                engine, dialect, catalogue, table, key_names, wanted,
+                database, catalogue, table, key_names, wanted,
                 lambda rows: max(cores, -(-rows // ROWS_PER_RANGE)),
             )
 

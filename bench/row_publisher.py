@@ -132,10 +132,10 @@ def _creations(catalogue: Catalogue, schema: str, objects: dict) -> dict[str, li
 
 def publish(settings: Settings, out: str) -> int:
     """One cycle; the exit code: 1 when some rows were marked E, else 0."""
-    engine, dialect = connect(settings.db_url)
-    log = open_event_log(engine, dialect, settings)
+    engine, dialect = database = connect(settings.db_url)
+    log = open_event_log(database, settings)
     catalogue = reflect_catalogue(
-        engine, dialect, settings.schema, settings.log_table, settings.time_syntax
+        database, settings.schema, settings.log_table, settings.time_syntax
     )
     schema = dialect.schema_named(settings.schema)
     user = loopback_user(settings.publisher_user, engine.url.username, settings.allow_loopback)

@@ -88,8 +88,8 @@ def polling(url: str, out: str, log_path: Path, wake: bool = True) -> Iterator[P
     event log's wake-up trigger unless not ``wake``); the service stopped and the schema
     dropped at the end."""
     schema = f"xb_{uuid.uuid4().hex[:8]}"
-    engine, dialect = connect(url)
-    init_db(engine, dialect, schema, "indirect_process", sample=True, flavour="field", wake=wake)
+    engine, dialect = database = connect(url)
+    init_db(database, schema, "indirect_process", sample=True, flavour="field", wake=wake)
     with open(log_path, "wb") as stderr:
         service = subprocess.Popen(
             [sys.executable, "-m", "publisher", "poll", "--db", url, "--schema", schema,

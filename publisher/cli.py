@@ -241,12 +241,12 @@ def init_db_command(
     from publisher.source.identifiers import UnsafeName
     from publisher.source.init_db import init_db
 
-    engine, dialect = connect(db_url, create=True)
+    db = connect(db_url, create=True)
     try:
-        names = init_db(engine, dialect, schema, log_table, sample, triggers, wake)
+        names = init_db(db, schema, log_table, sample, triggers, wake)
     except UnsafeName as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"xdspub: ran {', '.join(names)} on {engine.url.render_as_string()}", err=True)
+    click.echo(f"xdspub: ran {', '.join(names)} on {db.engine.url.render_as_string()}", err=True)
 
 
 @cli.command()
@@ -271,9 +271,9 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
     from publisher.source.identifiers import UnsafeName
     from publisher.source.triggers import trigger_script
 
-    engine, dialect = connect(db_url)
+    db = connect(db_url)
     try:
-        script = trigger_script(engine, dialect, schema, log_table, tables or None, flavour, selection,
+        script = trigger_script(db, schema, log_table, tables or None, flavour, selection,
                                 exclude_columns)
     except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
@@ -282,8 +282,8 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
     if not install:
         click.echo(script.ddl, nl=False)
         return
-    run_scripts(engine, dialect, [script.ddl])
-    click.echo(f"xdspub: installed {flavour} triggers on {engine.url.render_as_string()}", err=True)
+    run_scripts(db, [script.ddl])
+    click.echo(f"xdspub: installed {flavour} triggers on {db.engine.url.render_as_string()}", err=True)
 
 
 @cli.command()
@@ -305,11 +305,11 @@ def resync(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], ch
     from publisher.source.database import connect
     from publisher.source.resync import resync as run_resync
 
-    engine, dialect = connect(db_url)
+    db = connect(db_url)
     settings = Settings(db_url, schema=schema, log_table=log_table, tables=tables)
     progress = row_progress_for(quiet)
     try:
-        report = run_resync(engine, dialect, settings, chunk, restart, progress)
+        report = run_resync(db, settings, chunk, restart, progress)
     finally:
         progress.close()
     if not quiet:

@@ -10,8 +10,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
-import sqlalchemy as sa
-
 from publisher.delivery.lineage import LineageRecord
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.work import WorkFolder, sweep_once
@@ -22,7 +20,7 @@ from publisher.publications import Planned, Publication, event_log
 from publisher.publications.event_log import EventLogPublication
 from publisher.report import CycleReport
 from publisher.settings import Settings
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database
 from publisher.source.event_log import EventLog
 
 # Opens a publication for ``export``: publications/event_log.opened and its kin.
@@ -38,11 +36,11 @@ def export(settings: Settings, out: str, progress: CycleProgress | None = None,
         return run(settings, publication, sink, progress)
 
 
-def run_cycle(settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog, sink: Sink,
+def run_cycle(settings: Settings, db: Database, log: EventLog, sink: Sink,
               progress: CycleProgress | None = None) -> CycleReport:
     """One cycle of the event log's pending rows to documents in ``sink``, then their
     statuses."""
-    return run(settings, EventLogPublication(settings, engine, dialect, log), sink, progress)
+    return run(settings, EventLogPublication(settings, db, log), sink, progress)
 
 
 def run(settings: Settings, publication: Publication, sink: Sink,

@@ -114,17 +114,17 @@ def run_demo(keep: str | None = None) -> None:
     database = folder / "demo.db"
     database.unlink(missing_ok=True)
     settings = Settings(db_url=f"sqlite:///{database}", spark_master="local[2]")
-    engine, dialect = connect(settings.db_url, create=True)
-    init_db(engine, dialect, settings.schema, LOG, sample=True, flavour="field")
-    log = open_event_log(engine, dialect, settings)
+    db = connect(settings.db_url, create=True)
+    init_db(db, settings.schema, LOG, sample=True, flavour="field")
+    log = open_event_log(db, settings)
     out = sys.stdout
     for title, statements in STEPS:
-        with engine.begin() as conn:
+        with db.engine.begin() as conn:
             for statement in statements:
                 conn.execute(sa.text(statement))
         out.write(f"\n<!-- {title} -->\n")
         out.flush()
-        report = run_cycle(settings, engine, dialect, log, StdoutSink())
+        report = run_cycle(settings, db, log, StdoutSink())
         out.write(f"<!-- {report.summary()} -->\n")
     out.write(f"\n<!-- the demo database: {database} -->\n")
-    engine.dispose()
+    db.engine.dispose()

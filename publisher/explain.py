@@ -32,8 +32,8 @@ from publisher.reduce.selection import NOT_SELECTED
 from publisher.render.object_pass import object_events, object_outcome
 from publisher.report import CycleReport
 from publisher.settings import Settings, TriggerlessOptions
-from publisher.source.database import connect
-from publisher.source.event_log import chosen_rows, open_event_log
+from publisher.source.database import Database, connect
+from publisher.source.event_log import EventLog, chosen_rows, open_event_log
 
 
 class Fate:
@@ -86,11 +86,11 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
     ones, each with its fate in a cycle over them alone, query-back read now; in record_id
     order."""
     settings = replace(settings, dry_run=True)
-    engine, dialect = connect(settings.db_url)
+    db = connect(settings.db_url)
     try:
-        log = open_event_log(engine, dialect, settings)
-        rows, logged = chosen_rows(engine, log, dialect, settings, record_ids, pending)
-        source = _ChosenRows(settings, engine, dialect, log, rows)
+        log = open_event_log(db, settings)
+        rows, logged = chosen_rows(db, log, settings, record_ids, pending)
+        source = _ChosenRows(settings, db, log, rows)
         found = objects_in_driver(settings, source, Phases(CycleReport(), Silent()))
         explained = {r: Explained(r, status) for r, status in logged.items()}
         _describe(rows, explained)
@@ -98,7 +98,7 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
             _unpublished(batch, explained)
         _reduced(source, found, explained)
     finally:
-        engine.dispose()
+        db.engine.dispose()
     missing = (Explained(r, None) for r in set(record_ids) - set(explained))
     return sorted([*explained.values(), *missing], key=lambda e: e.record_id)
 
@@ -134,8 +134,8 @@ def explain_objects(settings: Settings, options: TriggerlessOptions) -> list[Exp
 class _ChosenRows(EventLogPublication):
     """The event log with the chosen rows as its pending ones."""
 
-    def __init__(self, settings: Settings, engine, dialect, log, rows: pa.Table) -> None:
-        super().__init__(settings, engine, dialect, log)
+    def __init__(self, settings: Settings, db: Database, log: EventLog, rows: pa.Table) -> None:
+        super().__init__(settings, db, log)
         self.rows = rows
 
     def count(self) -> int:

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import sqlalchemy as sa
 from lxml import etree
 
 from publisher.delivery.broker import masked, received
@@ -47,8 +46,7 @@ from publisher.plans.triggerless_driver import EVERY_OBJECT, objects_now
 from publisher.reduce.objects import ATTRIBUTE, ERROR, KEY, attributes
 from publisher.render.validate import checked_bytes, documents
 from publisher.settings import Settings
-from publisher.source.database import connect
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database, connect
 from publisher.source.query_back import CurrentRows
 from publisher.source.schema import published_catalogue
 
@@ -354,19 +352,19 @@ def compare_mirror(settings: Settings, mirror: Path) -> Verification:
     """The differences, and how many objects were compared (docs/mirror.md, Verify)."""
     connection = open_mirror(Path(mirror), create=False)
     try:
-        engine, dialect = connect(settings.db_url)
+        db = connect(settings.db_url)
         try:
-            return _compared(settings, engine, dialect, connection)
+            return _compared(settings, db, connection)
         finally:
-            engine.dispose()
+            db.engine.dispose()
     finally:
         connection.close()
 
 
 def _compared(
-    settings: Settings, engine: sa.Engine, dialect: Dialect, connection: sqlite3.Connection
+    settings: Settings, db: Database, connection: sqlite3.Connection
 ) -> Verification:
-    catalogue = published_catalogue(settings, engine, dialect)
+    catalogue = published_catalogue(settings, db)
     classes = catalogue.keyed_classes()
     differences: list[Difference] = []
     compared = 0
@@ -374,7 +372,7 @@ def _compared(
         held = _mirror_objects(connection, table.name)
         database: dict[str, dict[str, set[Value]]] = {}
         failed: dict[str, str] = {}
-        objects, refused = objects_now(CurrentRows(engine, dialect, catalogue), table)
+        objects, refused = objects_now(CurrentRows(db, catalogue), table)
         if refused is not None:  # the class cannot be compared: one difference says why
             compared += 1
             differences.append(Difference(table.name, EVERY_OBJECT, reason=refused))

@@ -84,9 +84,9 @@ class SampleDb:
 
     def __init__(self, url: str, schema: str = "indirect", triggers: str = "none") -> None:
         self.settings = Settings(db_url=url, schema=schema, spark_master="local[2]")
-        self.engine, self.dialect = connect(url, create=True)
+        self.engine, self.dialect = self.database = connect(url, create=True)
         self.schema = schema
-        init_db(self.engine, self.dialect, schema, "indirect_process", True, triggers)
+        init_db(self.database, schema, "indirect_process", True, triggers)
 
     def table(self, name: str) -> str:
         return f"{self.schema}.{name}" if self.dialect.has_schemas else name
@@ -126,8 +126,8 @@ class SampleDb:
 
     def publish(self, out: Path, **overrides: object) -> tuple[etree._Element, CycleReport]:
         settings = replace(self.settings, **overrides)
-        log = open_event_log(self.engine, self.dialect, settings)
-        report = run_cycle(settings, self.engine, self.dialect, log, FileSink(out))
+        log = open_event_log(self.database, settings)
+        report = run_cycle(settings, self.database, log, FileSink(out))
         return etree.parse(str(out)).getroot(), report
 
 

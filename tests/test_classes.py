@@ -12,7 +12,7 @@ from publisher.source.schema import reflect_catalogue
 
 
 def test_the_sample_schema_is_two_classes_with_child_tables_and_references(any_db) -> None:
-    catalogue = reflect_catalogue(any_db.engine, any_db.dialect, any_db.schema, "indirect_process")
+    catalogue = reflect_catalogue(any_db.database, any_db.schema, "indirect_process")
 
     assert catalogue.child_tables == {"usr_mbr_of": "usr", "usr_phone": "usr"}
     usr, grp = catalogue.tables["usr"], catalogue.tables["grp"]
@@ -31,7 +31,7 @@ def test_the_first_foreign_key_by_column_order_owns_a_two_key_child_table(any_db
         f"idg INTEGER NOT NULL REFERENCES {any_db.table('grp')} (idg), "
         f"idu INTEGER NOT NULL REFERENCES {any_db.table('usr')} (idu))"
     )
-    catalogue = reflect_catalogue(any_db.engine, any_db.dialect, any_db.schema, "indirect_process")
+    catalogue = reflect_catalogue(any_db.database, any_db.schema, "indirect_process")
 
     (member,) = catalogue.tables["grp"].multi_valued
     assert (member.name, member.link, member.column.reference) == ("grp_has.idu", ("idg",), "usr")
@@ -43,7 +43,7 @@ def test_a_table_with_a_nullable_column_is_no_child_table(any_db) -> None:
         f"CREATE TABLE {any_db.table('usr_note')} ("
         f"idu INTEGER NOT NULL REFERENCES {any_db.table('usr')} (idu), note VARCHAR(20))"
     )
-    catalogue = reflect_catalogue(any_db.engine, any_db.dialect, any_db.schema, "indirect_process")
+    catalogue = reflect_catalogue(any_db.database, any_db.schema, "indirect_process")
 
     assert "usr_note" not in catalogue.child_tables and "usr_note" in catalogue.tables
     assert [m.child_table for m in catalogue.tables["usr"].multi_valued] == ["usr_mbr_of", "usr_phone"]

@@ -219,14 +219,14 @@ def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
     from publisher.settings import Settings
     from publisher.source.database import connect
 
-    engine, dialect = connect(logged_db)
-    lock = PublisherLock(engine, dialect, lock_name(Settings(db_url=logged_db)))
+    database = connect(logged_db)
+    lock = PublisherLock(database, lock_name(Settings(db_url=logged_db)))
     assert lock.try_acquire()
     try:
         result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
     finally:
         lock.release()
-        engine.dispose()
+        database.engine.dispose()
     assert result.exit_code == 2 and "another publisher is active" in result.stderr
 
 

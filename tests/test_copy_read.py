@@ -52,11 +52,11 @@ def test_copy_ranges_read_what_the_driver_reads(pg_log):
     rows += [("idu=2", 2, "usr", "fname", None, ""), ("idu=3", 6, "usr")]
     pg_log.log(*rows, perpetrator='someone, "quoted"')
     settings = replace(pg_log.settings, max_value_length=65_536)
-    log = open_event_log(pg_log.engine, pg_log.dialect, settings)
-    bounds = pending_bounds(pg_log.engine, log, pg_log.dialect, settings)
+    log = open_event_log(pg_log.database, settings)
+    bounds = pending_bounds(pg_log.database, log, settings)
 
-    expected = selected_pending_rows(pg_log.engine, log, pg_log.dialect, settings)
-    ranges = pending_read(pg_log.engine, log, pg_log.dialect, settings, bounds, 3)
+    expected = selected_pending_rows(pg_log.database, log, settings)
+    ranges = pending_read(pg_log.database, log, settings, bounds, 3)
     assert isinstance(ranges, CopyRanges) and len(ranges) == 3
     read = pa.Table.from_batches(
         [batch for index in range(len(ranges)) for batch in ranges.read(index)], PENDING.arrow
@@ -68,16 +68,16 @@ def test_copy_ranges_read_what_the_driver_reads(pg_log):
     assert values[: len(TRICKY) - 1] == TRICKY[:-1]
     assert values[len(TRICKY) - 1] == "x" * 65_537  # cut to the limit and one more
     assert values[len(TRICKY) :] == ["", None]
-    in_driver = pending_rows(pg_log.engine, log, pg_log.dialect, settings, bounds)
+    in_driver = pending_rows(pg_log.database, log, settings, bounds)
     assert in_driver.sort_by("record_id").to_pylist() == read.sort_by("record_id").to_pylist()
 
 
 def test_spark_reads_through_jdbc_where_the_database_has_no_copy(tmp_path):
     db = make_sample_db("sqlite", tmp_path)
     db.log(("idu=1", 6, "usr"))
-    log = open_event_log(db.engine, db.dialect, db.settings)
-    bounds = pending_bounds(db.engine, log, db.dialect, db.settings)
-    read = pending_read(db.engine, log, db.dialect, db.settings, bounds, 2)
+    log = open_event_log(db.database, db.settings)
+    bounds = pending_bounds(db.database, log, db.settings)
+    read = pending_read(db.database, log, db.settings, bounds, 2)
     assert isinstance(read, JdbcQuery) and read.split == ("record_id", 1, 1, 1)
     # SQLite's text as bytes, decoded by our rule (source/text.py); numbers as they are.
     assert read.custom_schema().startswith("`record_id` BIGINT, `table_key` BINARY, ")
@@ -94,11 +94,11 @@ def test_a_whole_current_table_read_in_ranges_is_what_the_driver_reads(pg_log):
             idu=idu * 7, fname=text[:64], lname=text[:64], photo=photos[idu % len(photos)],
         )
     catalogue = reflect_catalogue(
-        pg_log.engine, pg_log.dialect, pg_log.schema, "indirect_process", 1
+        pg_log.database, pg_log.schema, "indirect_process", 1
     )
     usr = catalogue.tables["usr"]
     ranges = current_read(
-        pg_log.engine, pg_log.dialect, catalogue, usr, usr.key_columns, None, lambda rows: 3
+        pg_log.database, catalogue, usr, usr.key_columns, None, lambda rows: 3
     )
     assert isinstance(ranges, CopyRanges) and len(ranges) == 3
     read = pa.Table.from_batches([b for index in range(3) for b in ranges.read(index)])
@@ -115,9 +115,9 @@ def test_ranges_without_rows_and_rows_longer_than_a_block(pg_log):
     pg_log.execute(f"DELETE FROM {pg_log.table('indirect_process')} "
                    "WHERE record_id > (SELECT min(record_id) + 1 FROM "
                    f"{pg_log.table('indirect_process')}) AND table_key = 'idu=2'")
-    log = open_event_log(pg_log.engine, pg_log.dialect, pg_log.settings)
-    bounds = pending_bounds(pg_log.engine, log, pg_log.dialect, pg_log.settings)
-    ranges = pending_read(pg_log.engine, log, pg_log.dialect, pg_log.settings, bounds, 5)
+    log = open_event_log(pg_log.database, pg_log.settings)
+    bounds = pending_bounds(pg_log.database, log, pg_log.settings)
+    ranges = pending_read(pg_log.database, log, pg_log.settings, bounds, 5)
     batches = [list(ranges.read(index)) for index in range(len(ranges))]
     assert [] in batches  # a range of deleted rows gives no batch
     read = pa.Table.from_batches([b for part in batches for b in part], PENDING.arrow)
@@ -131,10 +131,10 @@ def test_ranges_of_a_key_named_in_mixed_case_or_a_reserved_word(pg_log):
         name = f'{pg_log.schema}."{table}"'
         pg_log.execute(f'CREATE TABLE {name} ("{key}" INTEGER PRIMARY KEY, "Label" VARCHAR(9))')
         pg_log.execute(f'INSERT INTO {name} SELECT g, \'n\' || g FROM generate_series(1, 9) g')
-    catalogue = reflect_catalogue(pg_log.engine, pg_log.dialect, pg_log.schema, "indirect_process", 1)
+    catalogue = reflect_catalogue(pg_log.database, pg_log.schema, "indirect_process", 1)
     for table in ("Acct", "order", "pct"):
         part = catalogue.tables[table]
-        ranges = current_read(pg_log.engine, pg_log.dialect, catalogue, part, part.key_columns, None, lambda rows: 2)
+        ranges = current_read(pg_log.database, catalogue, part, part.key_columns, None, lambda rows: 2)
         read = pa.Table.from_batches([b for index in range(2) for b in ranges.read(index)])
         expected = current_table(pg_log.engine, pg_log.schema, part, part.key_columns, None)
         assert read.num_rows == 9 and read.to_pylist() == expected.sort_by(part.key_columns[0]).to_pylist()

@@ -72,8 +72,8 @@ class WatchedSink(FileSink):
 
 def _cycle(db: SampleDb, sink: FileSink):
     settings = replace(db.settings, spark_master="local[2]", small_cycle_rows=0)
-    log = open_event_log(db.engine, db.dialect, settings)
-    return run_cycle(settings, db.engine, db.dialect, log, sink)
+    log = open_event_log(db.database, settings)
+    return run_cycle(settings, db.database, log, sink)
 
 
 def test_rows_are_marked_only_once_the_documents_are_durable(pg_db: SampleDb, tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_a_lost_early_transaction_is_written_afresh_once_the_documents_are_durab
 
 def test_a_row_another_session_marked_keeps_its_letter(pg_db: SampleDb) -> None:
     settings = replace(pg_db.settings)
-    log = open_event_log(pg_db.engine, pg_db.dialect, settings)
+    log = open_event_log(pg_db.database, settings)
     ids = sorted(pg_db.statuses())
     # Set to S by someone else after the cycle read it, before its early UPDATE.
     pg_db.execute(f"UPDATE {pg_db.table('indirect_process')} SET status = 'S' WHERE record_id = {ids[1]}")

@@ -149,9 +149,9 @@ class KeyTypesDb:
         self.db.execute(f"CREATE TABLE {self.db.table(MIXED)} ({columns}, v VARCHAR(10), PRIMARY KEY ({keys}))")
 
     def install(self, flavour: str) -> None:
-        script = trigger_script(self.db.engine, self.db.dialect, self.db.schema, "indirect_process",
+        script = trigger_script(self.db.database, self.db.schema, "indirect_process",
                                 list(self.settings.tables), flavour)
-        run_scripts(self.db.engine, self.db.dialect, [script.ddl])
+        run_scripts(self.db.database, [script.ddl])
 
     def change(self, row: int) -> None:
         """Row 0: insert each table's row; row 1: swap its key and value."""
@@ -175,8 +175,8 @@ class KeyTypesDb:
         self.cycles += 1
         settings = replace(self.settings, **overrides)
         out = self.tmp_path / f"cycle-{self.cycles}.xml"
-        log = open_event_log(self.db.engine, self.db.dialect, settings)
-        report = run_cycle(settings, self.db.engine, self.db.dialect, log, FileSink(out))
+        log = open_event_log(self.db.database, settings)
+        report = run_cycle(settings, self.db.database, log, FileSink(out))
         assert report.errors == [], report.errors
         return etree.parse(str(out)).getroot(), report
 
@@ -263,7 +263,7 @@ def test_each_type_as_key_and_value_publishes_one_text_in_every_path(keys_db, fl
 def triggerless(db: SampleDb, settings: Settings, tmp_path: Path) -> Model:
     """The objects a first triggerless cycle (--startup all) publishes."""
     options = TriggerlessOptions(tmp_path / "state", "all")
-    with TriggerlessPublication(settings, options, db.engine, db.dialect) as publisher:
+    with TriggerlessPublication(settings, options, db.database) as publisher:
         report = run(settings, publisher, open_sink(str(tmp_path / "triggerless"), 3))
     assert report.failed == []
     assert report.on_spark == (settings.small_cycle_rows == 0)  # every class has rows
@@ -417,13 +417,13 @@ class ZonedDb:
         sql, self.changing_zone, options = ZONED[kind]
         url = sa.engine.make_url(self.db.settings.db_url).update_query_dict(options)
         self.url = url.render_as_string(hide_password=False)
-        self.engine, self.dialect = connect(self.url)
+        self.engine, self.dialect = self.database = connect(self.url)
         self.settings = replace(self.db.settings, db_url=self.url, publisher_user=PUBLISHER,
                                 tables=tuple(f"tz_{f.replace('-', '_')}" for f in FLAVOURS))
         for flavour, table in zip(FLAVOURS, self.settings.tables):
             self.db.execute(f"CREATE TABLE {self.db.table(table)} (k {sql} NOT NULL PRIMARY KEY, v {sql})")
-            script = trigger_script(self.engine, self.dialect, self.db.schema, "indirect_process", [table], flavour)
-            run_scripts(self.engine, self.dialect, [script.ddl])
+            script = trigger_script(self.database, self.db.schema, "indirect_process", [table], flavour)
+            run_scripts(self.database, [script.ddl])
 
     def change(self, row: int) -> None:
         """In the changing session's zone: row 0 inserted, row 1 its key and value swapped."""
@@ -438,8 +438,8 @@ class ZonedDb:
         self.cycles += 1
         settings = replace(self.settings, **overrides)
         out = self.tmp_path / f"zoned-{self.cycles}.xml"
-        log = open_event_log(self.engine, self.dialect, settings)
-        report = run_cycle(settings, self.engine, self.dialect, log, FileSink(out))
+        log = open_event_log(self.database, settings)
+        report = run_cycle(settings, self.database, log, FileSink(out))
         assert report.errors == [] and set(self.db.statuses().values()) == {"S"}, report.errors
         self.on_spark = report.on_spark
         return etree.parse(str(out)).getroot()
@@ -473,7 +473,7 @@ def test_a_zoned_time_has_one_utc_text_whatever_the_sessions_zone(zoned_db, tmp_
     assert result.exit_code == 0, result.output
     assert applied({}, db.publish(), db.db.schema) == db.expected(1)
     options = TriggerlessOptions(tmp_path / "state", "all")
-    with TriggerlessPublication(db.settings, options, db.engine, db.dialect) as publisher:
+    with TriggerlessPublication(db.settings, options, db.database) as publisher:
         assert run(db.settings, publisher, open_sink(str(tmp_path / "triggerless"), 3)).failed == []
     model = {}
     for path in sorted((tmp_path / "triggerless").glob("*.xml")):
@@ -543,20 +543,20 @@ def test_a_value_naming_a_collated_key_is_published_as_the_named_row_holds_it(ki
                    f"dept {sql} NOT NULL REFERENCES {db.table('dept')} (code))")
         settings = replace(db.settings, publisher_user=PUBLISHER, tables=tables)
         if flavour != "triggerless":
-            script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process",
+            script = trigger_script(db.database, db.schema, "indirect_process",
                                     [*tables, "dept_alias", "staff_depts"], flavour)
-            run_scripts(db.engine, db.dialect, [script.ddl])
+            run_scripts(db.database, [script.ddl])
         db.execute(f"INSERT INTO {db.table('dept')} (code, name) VALUES ('cn', 'China')")
         db.execute(f"INSERT INTO {db.table('staff')} (id, dept) VALUES (1, 'CN')")
         db.execute(f"INSERT INTO {db.table('dept_alias')} (code, alias) VALUES ('Cn', 'zh')")
         db.execute(f"INSERT INTO {db.table('staff_depts')} (id, dept) VALUES (1, 'cN')")
         out = tmp_path / "out"
         if flavour == "triggerless":
-            with TriggerlessPublication(settings, TriggerlessOptions(tmp_path / "state", "all"), db.engine,
-                                      db.dialect) as publisher:
+            with TriggerlessPublication(settings, TriggerlessOptions(tmp_path / "state", "all"),
+                                        db.database) as publisher:
                 assert run(settings, publisher, open_sink(str(out), 3)).failed == []
         else:
-            report = run_cycle(settings, db.engine, db.dialect, open_event_log(db.engine, db.dialect, settings),
+            report = run_cycle(settings, db.database, open_event_log(db.database, settings),
                                open_sink(str(out), 3))
             assert report.errors == []
         model: Model = {}
@@ -612,8 +612,8 @@ def published_binary_references(kind: str, flavour: str, tmp_path: Path, **overr
         db.execute(f"CREATE VIEW {db.table('bk_view')} AS SELECT id AS pk_id, r AS fk__k__boss FROM {ref}")
         tables = ("bk", "bk_ref")  # bk_link is a child table of bk; views take no triggers
         if flavour != "triggerless":
-            script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", None, flavour, tables)
-            run_scripts(db.engine, db.dialect, [script.ddl])
+            script = trigger_script(db.database, db.schema, "indirect_process", None, flavour, tables)
+            run_scripts(db.database, [script.ddl])
         db.execute(f"INSERT INTO {bk} (k, v) VALUES ({first}, 'first'), ({second}, 'second')")
         db.execute(f"INSERT INTO {ref} (id, r) VALUES (1, {first}), (2, {second})")
         # Each object links itself: a reference to an object published later is a matter

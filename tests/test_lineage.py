@@ -89,10 +89,10 @@ def test_the_lineage_names_the_right_document_for_every_row(database, record_nam
             ], catch_exceptions=False)
             assert exported.exit_code == 1, exported.output  # E rows
         settings = Settings(url, schema=schema, tables=("usr",))
-        engine, dialect = connect(url)
-        classify = Classifier(published_catalogue(settings, engine, dialect))
+        database = connect(url)
+        classify = Classifier(published_catalogue(settings, database))
         statuses = {r["record_id"]: r["status"] for r in _log_rows(url, prefix)[: len(rows)]}
-        engine.dispose()
+        database.engine.dispose()
     finally:
         if database != "sqlite":  # a MariaDB schema is a database
             drop = "DROP SCHEMA IF EXISTS {} CASCADE" if database == "postgresql" else "DROP DATABASE IF EXISTS {}"
@@ -186,11 +186,11 @@ def test_a_cycle_whose_documents_fail_takes_its_lines_back(sample_db, tmp_path, 
     else:
         target.write_bytes(b'{"record_id":0}\n')
     settings = replace(sample_db.settings, lineage=str(target))
-    log = open_event_log(sample_db.engine, sample_db.dialect, settings)
+    log = open_event_log(sample_db.database, settings)
     with pytest.raises(SinkError):
-        run_cycle(settings, sample_db.engine, sample_db.dialect, log, _FailingSink(tmp_path / "out.xml"))
+        run_cycle(settings, sample_db.database, log, _FailingSink(tmp_path / "out.xml"))
     assert (list(target.iterdir()) == []) if folder else target.read_bytes() == b'{"record_id":0}\n'
     assert set(sample_db.statuses().values()) == {"N"}
-    run_cycle(settings, sample_db.engine, sample_db.dialect, log, FileSink(tmp_path / "out.xml"))
+    run_cycle(settings, sample_db.database, log, FileSink(tmp_path / "out.xml"))
     written = target.read_text() if not folder else next(target.iterdir()).read_text()
     assert [json.loads(line)["record_id"] for line in written.splitlines()][-2:] == [1, 2]

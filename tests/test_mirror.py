@@ -269,10 +269,10 @@ def published_history(db: SampleDb, out: Path, mirror: Path, history: list[list[
     each; ``overrides`` of the cycle's settings."""
     # The test changes the tables as the publisher's own user: its rows are not loopback here.
     settings = replace(db.settings, allow_loopback=True, **overrides)
-    log = open_event_log(db.engine, db.dialect, settings)
+    log = open_event_log(db.database, settings)
     for statements in history:
         changed(db, statements)
-        report = run_cycle(settings, db.engine, db.dialect, log, open_sink(str(out), 2))
+        report = run_cycle(settings, db.database, log, open_sink(str(out), 2))
         assert not report.errors
         assert report.on_spark == (settings.small_cycle_rows == 0)
         applied = apply_documents([str(out)], mirror)
@@ -336,8 +336,8 @@ def test_what_existed_before_the_triggers_published_by_resync_then_the_triggers(
     db = make_sample_db(kind, tmp_path)
     try:
         changed(db, HISTORY[0] + HISTORY[1])
-        init_db(db.engine, db.dialect, db.schema, "indirect_process", True, "field")  # the triggers now
-        resync(db.engine, db.dialect, replace(db.settings, tables=("usr", "grp")), 2, False, SilentRows())
+        init_db(db.database, db.schema, "indirect_process", True, "field")  # the triggers now
+        resync(db.database, replace(db.settings, tables=("usr", "grp")), 2, False, SilentRows())
         mirror, settings = tmp_path / "m.db", replace(db.settings, tables=("usr", "grp"))
         published_history(db, tmp_path / "out", mirror, [[]])
 
@@ -357,8 +357,8 @@ def test_key_only_objects_are_announced_by_both_trigger_flavours_and_verify_agre
     db = make_sample_db("sqlite", tmp_path)
     try:
         db.execute("CREATE TABLE tag (code VARCHAR(10) NOT NULL PRIMARY KEY)")
-        script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", None, flavour, ("tag",))
-        run_scripts(db.engine, db.dialect, [script.ddl])
+        script = trigger_script(db.database, db.schema, "indirect_process", None, flavour, ("tag",))
+        run_scripts(db.database, [script.ddl])
         mirror = tmp_path / "m.db"
         published_history(db, tmp_path / "out", mirror, [
             ["INSERT INTO tag (code) VALUES ('a'), ('007'), ('b c')"],
@@ -459,8 +459,8 @@ def test_apply_from_a_jetstream_stream_then_verify(sample_db, jetstream, tmp_pat
     sample_db.execute("INSERT INTO usr (idu, fname, manager) VALUES (1, 'Ann', NULL), (2, 'Bo', 1)")
     sample_db.execute("INSERT INTO usr_mbr_of (idu, idg) VALUES (2, 7)")
     sample_db.log(("idg=7", 5, "grp"), ("idu=1", 5, "usr"), ("idu=2", 5, "usr"))
-    log = open_event_log(sample_db.engine, sample_db.dialect, sample_db.settings)
-    run_cycle(sample_db.settings, sample_db.engine, sample_db.dialect, log, open_sink(url, 1))
+    log = open_event_log(sample_db.database, sample_db.settings)
+    run_cycle(sample_db.settings, sample_db.database, log, open_sink(url, 1))
     mirror = tmp_path / "m.db"
 
     first = CliRunner().invoke(cli, ["apply", url, "--mirror", str(mirror), "--wait", "1"])
@@ -503,8 +503,8 @@ def test_apply_from_a_rabbitmq_queue(sample_db, rabbitmq, tmp_path):  # noqa: F8
     queue = rabbitmq.queue(exchange=exchange)
     sample_db.execute("INSERT INTO usr (idu, fname) VALUES (1, 'Ann')")
     sample_db.log(("idu=1", 5, "usr"), ("idu=1", 6, "usr"), ("idu=2", 1, "usr", "fname", None, "Bo"))
-    log = open_event_log(sample_db.engine, sample_db.dialect, sample_db.settings)
-    run_cycle(sample_db.settings, sample_db.engine, sample_db.dialect, log,
+    log = open_event_log(sample_db.database, sample_db.settings)
+    run_cycle(sample_db.settings, sample_db.database, log,
               open_sink(rabbitmq.url(exchange=exchange, routing_key="xds.{class}"), 1))
 
     run = CliRunner().invoke(cli, ["apply", rabbitmq.url(queue=queue), "--mirror", str(tmp_path / "m.db"),

@@ -102,10 +102,10 @@ class ExampleDb:
             url, name = server_url(database), f"xp_{uuid.uuid4().hex[:10]}"
         # The tests change the tables as the publisher's own user: not loopback here.
         self.settings = Settings(db_url=url, schema=name, spark_master="local[2]", allow_loopback=True)
-        self.engine, self.dialect = connect(url, create=True)
+        self.engine, self.dialect = self.handle = connect(url, create=True)
         self.database, self.name = database, name
         self.schema = Schema(schema)
-        init_db(self.engine, self.dialect, name, self.settings.log_table, False, "none")
+        init_db(self.handle, name, self.settings.log_table, False, "none")
         if database == "postgresql":
             _postgresql_types(self.engine)
         with self.engine.begin() as conn:
@@ -119,8 +119,8 @@ class ExampleDb:
         return f"{self.quote(self.name)}.{self.quote(table)}" if self.dialect.has_schemas else self.quote(table)
 
     def install_triggers(self, flavour: str) -> None:
-        script = trigger_script(self.engine, self.dialect, self.name, self.settings.log_table, None, flavour)
-        run_scripts(self.engine, self.dialect, [script.ddl])
+        script = trigger_script(self.handle, self.name, self.settings.log_table, None, flavour)
+        run_scripts(self.handle, [script.ddl])
 
     def run(self, ops: list[dict]) -> None:
         """Each operation in a transaction of its own; a rollback's in one rolled back."""
@@ -158,13 +158,13 @@ def published_and_verified(example: dict, way: str, folder: Path, on_spark: bool
             db.run(cycle)
             if way == "resync" and number == 1:
                 db.install_triggers("field")
-                resync(db.engine, db.dialect, db.settings, 2, False, SilentRows())
+                resync(db.handle, db.settings, 2, False, SilentRows())
             if way == "triggerless":
                 report = export(settings_, str(out), opening=partial(triggerless.opened, options=TriggerlessOptions(folder / "state", "all")))
                 assert not report.failed, f"cycle {number}: objects failed: {report.failed}"
             else:
-                log = open_event_log(db.engine, db.dialect, settings_)
-                report = run_cycle(settings_, db.engine, db.dialect, log, open_sink(str(out), 2))
+                log = open_event_log(db.handle, settings_)
+                report = run_cycle(settings_, db.handle, log, open_sink(str(out), 2))
                 assert not report.errors, f"cycle {number}: rows marked E: {report.errors}"
                 assert report.on_spark == (on_spark and report.rows > 0)
             if not out.exists():

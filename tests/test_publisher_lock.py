@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from publisher.cli import cli
 from publisher.errors import ConfigError
 from publisher.outcome.lock import PublisherLock, lock_name
+from publisher.source.database import Database
 from publisher.source.identifiers import lock_table_name
 from publisher.source.init_db import init_db
 from tests.conftest import SampleDb, make_sample_db
@@ -41,7 +42,7 @@ def server_db(request, tmp_path: Path):
 
 
 def _lock(db: SampleDb, engine: sa.Engine | None = None) -> PublisherLock:
-    return PublisherLock(engine or db.engine, db.dialect, lock_name(db.settings))
+    return PublisherLock(Database(engine or db.engine, db.dialect), lock_name(db.settings))
 
 
 def can_take(lock: PublisherLock) -> bool:
@@ -58,7 +59,7 @@ def _lock_table(db: SampleDb) -> str:
 
 def _session_id(lock: PublisherLock) -> int:
     """The lock's own session (its connection is the lock's alone)."""
-    query = "SELECT pg_backend_pid()" if lock.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
+    query = "SELECT pg_backend_pid()" if lock.db.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
     return lock._connection.exec_driver_sql(query).scalar()
 
 
@@ -164,7 +165,7 @@ def test_init_db_again_neither_waits_on_a_running_publisher_nor_holds_up_the_tri
         done = threading.Event()
 
         def again() -> None:
-            init_db(server_db.engine, server_db.dialect, server_db.schema, "indirect_process", True, "field")
+            init_db(server_db.database, server_db.schema, "indirect_process", True, "field")
             done.set()
 
         threading.Thread(target=again, daemon=True).start()
@@ -182,7 +183,7 @@ def test_a_missing_lock_table_is_named_with_its_remedy(server_db):
     remedy = f"run `xdspub init-db --schema {server_db.schema} --log-table indirect_process` again"
     with pytest.raises(ConfigError, match=f"no lock table .*: {remedy}"):
         _lock(server_db).try_acquire()
-    init_db(server_db.engine, server_db.dialect, server_db.schema, "indirect_process", False, "none")
+    init_db(server_db.database, server_db.schema, "indirect_process", False, "none")
     assert can_take(_lock(server_db))
 
 
@@ -193,7 +194,7 @@ def test_init_db_gives_the_lock_table_the_event_logs_owner(tmp_path):
         log, lock = db.table("indirect_process"), _lock_table(db)
         db.execute(f"ALTER TABLE {log} OWNER TO {owner.name}")
         db.execute(f"DROP VIEW {lock}")
-        init_db(db.engine, db.dialect, db.schema, "indirect_process", False, "none")  # as root
+        init_db(db.database, db.schema, "indirect_process", False, "none")  # as root
         with db.engine.connect() as conn:
             owners = conn.execute(
                 sa.text("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = CAST(:t AS regclass)"),

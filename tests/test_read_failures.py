@@ -144,7 +144,7 @@ def test_triggerless_a_class_read_refused_keeps_its_state_and_the_rest_publishes
     settings = replace(db.settings, **overrides)
 
     def cycle(name: str):
-        with TriggerlessPublication(settings, options, db.engine, db.dialect) as publisher:
+        with TriggerlessPublication(settings, options, db.database) as publisher:
             report = run(settings, publisher, open_sink(str(tmp_path / name), 3))
         assert report.on_spark == bool(overrides)
         return report

@@ -61,8 +61,8 @@ def _school(kind: str, tmp_path: Path, flavour: str = "field") -> SampleDb:
     db = make_sample_db(kind, tmp_path)
     db.names = {t: db.table(t) for t in TABLES}
     _run(db, SCHEMA)
-    script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", TABLES, flavour)
-    run_scripts(db.engine, db.dialect, [script.ddl])
+    script = trigger_script(db.database, db.schema, "indirect_process", TABLES, flavour)
+    run_scripts(db.database, [script.ddl])
     _run(db, BEFORE)
     db.publish(tmp_path / "before.xml", allow_loopback=True)
     return db
@@ -328,10 +328,10 @@ def test_resync_logs_a_class_after_those_it_names_and_an_object_after_those_it_n
     db = _chain_db(kind, tmp_path)
     try:
         _run(db, CHAIN)
-        script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", CHAIN_TABLES, "field")
-        run_scripts(db.engine, db.dialect, [script.ddl])
+        script = trigger_script(db.database, db.schema, "indirect_process", CHAIN_TABLES, "field")
+        run_scripts(db.database, [script.ddl])
         # A chunk of 2 objects: an interrupted pass would resume in the same order.
-        report = resync(db.engine, db.dialect, _chain_settings(db), 2, False, SilentRows())
+        report = resync(db.database, _chain_settings(db), 2, False, SilentRows())
         assert [(c.name, c.logged) for c in report.classes] == [("z_unit", 1), ("a_person", 5)]
         document, cycle = db.publish(tmp_path / "out.xml", allow_loopback=True, tables=CHAIN_CLASSES)
         assert cycle.errors == []
@@ -620,7 +620,7 @@ def test_resync_gives_the_references_that_break_a_cycle_of_classes_after_every_c
     try:
         _run(db, CIRCLE + CIRCLE_CHANGED)
         settings = replace(db.settings, tables=CIRCLE_TABLES, allow_loopback=True)
-        report = resync(db.engine, db.dialect, settings, 1, False, SilentRows())
+        report = resync(db.database, settings, 1, False, SilentRows())
         assert report.summary().endswith(
             "4 type 5 events logged: dept_head 2, person_in 2; then 2 type 8 events: dept_head head 2"
         ), report.summary()
@@ -648,7 +648,7 @@ def test_resync_gives_the_references_that_close_a_cycle_of_objects_after_its_cla
     db = _chain_db(kind, tmp_path)
     try:
         _run(db, CYCLES)
-        report = resync(db.engine, db.dialect, _chain_settings(db), 3, False, SilentRows())
+        report = resync(db.database, _chain_settings(db), 3, False, SilentRows())
         assert [(c.name, c.logged) for c in report.classes] == [("z_unit", 0), ("a_person", 4)]
         document, cycle = db.publish(tmp_path / "out.xml", allow_loopback=True, tables=CHAIN_CLASSES)
         assert cycle.errors == []

@@ -84,8 +84,8 @@ def objects_in_key_order(db: UnusualDb) -> list[tuple[str, str]]:
 def publish(db: UnusualDb, out: Path) -> tuple[etree._Element, object]:
     """An export in the driver as the URL's user, whose own changes are loopback."""
     settings = Settings(db_url=db.url, schema=db.schema, log_table=LOG)
-    log = open_event_log(db.engine, db.dialect, settings)
-    report = run_cycle(settings, db.engine, db.dialect, log, FileSink(out))
+    log = open_event_log(db.database, settings)
+    report = run_cycle(settings, db.database, log, FileSink(out))
     return etree.parse(str(out)).getroot(), report
 
 

@@ -22,7 +22,7 @@ def server_db(request, tmp_path):
 def _install_triggers(db, flavour: str) -> None:
     from publisher.source.init_db import init_db
 
-    init_db(db.engine, db.dialect, db.schema, "indirect_process", True, flavour)
+    init_db(db.database, db.schema, "indirect_process", True, flavour)
 
 
 def _changes(db) -> None:

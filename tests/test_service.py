@@ -205,7 +205,7 @@ def test_logged_rows_wake_the_service_before_its_interval_ends(tmp_path):
     session is killed."""
     db = make_sample_db("postgresql", tmp_path)
     try:
-        init_db(db.engine, db.dialect, db.schema, "indirect_process", False, "none", wake=True)
+        init_db(db.database, db.schema, "indirect_process", False, "none", wake=True)
         out = tmp_path / "out"
         poll = Poll(db, out, tmp_path / "poll.log", "--interval", "600")
         poll.wait_log("info listening")

@@ -59,7 +59,7 @@ def test_skip_refuses_bad_input_and_an_active_publisher(sample_db) -> None:
     ]:
         result = skip(sample_db, *args)
         assert result.exit_code == 2 and message in result.stderr, result.output
-    lock = PublisherLock(sample_db.engine, sample_db.dialect, lock_name(sample_db.settings))
+    lock = PublisherLock(sample_db.database, lock_name(sample_db.settings))
     assert lock.try_acquire()
     try:
         result = skip(sample_db, "--through", "9")

@@ -24,9 +24,9 @@ def test_a_whole_table_split_in_key_ranges_reads_what_the_driver_reads(kind, tmp
     try:
         for idu in range(1, 41):
             db.add_user(idu, f"user {idu}", None if idu % 3 else "Doe", "AAEC" if idu % 2 else None)
-        catalogue = reflect_catalogue(db.engine, db.dialect, db.schema, "indirect_process", 1)
+        catalogue = reflect_catalogue(db.database, db.schema, "indirect_process", 1)
         usr = catalogue.tables["usr"]
-        read = current_read(db.engine, db.dialect, catalogue, usr, usr.key_columns, None, lambda rows: 2)
+        read = current_read(db.database, catalogue, usr, usr.key_columns, None, lambda rows: 2)
         assert isinstance(read, JdbcQuery) and read.split[0] == "idu"
         read = replace(read, split=(*read.split[:3], 1_000_000))  # as if big: several ranges
         rows, body = frame(spark, read, lambda batches: batches)

@@ -41,7 +41,7 @@ class Server:
     def __init__(self, kind: str, tmp_path: Path) -> None:
         self.kind, self.tag = kind, uuid.uuid4().hex[:8]
         url = f"sqlite:///{tmp_path / 'names.db'}" if kind == "sqlite" else server_url(kind)
-        self.engine, self.dialect = connect(url, create=True)
+        self.engine, self.dialect = self.database = connect(url, create=True)
         self.url = self.engine.url.render_as_string(hide_password=False)
         self.quote = sql_quote(self.engine)
         self.victim = f"victim_{self.tag}"
@@ -100,7 +100,7 @@ HOSTILE = "t\n{victim}; --"  # a line break would end the SQL comment that named
 
 def test_a_table_name_holding_a_control_character_is_refused(server):
     schema = server.schema("Hostile")
-    init_db(server.engine, server.dialect, schema, "indirect_process", False, "none")
+    init_db(server.database, schema, "indirect_process", False, "none")
     table = HOSTILE.format(victim=f"DROP TABLE {server.victim}")
     server.execute(f"CREATE TABLE {server.qualified(schema, table)} (id INTEGER PRIMARY KEY, v TEXT)")
     for args in ([], ["--install"], ["--table", table, "--install"]):
@@ -112,7 +112,7 @@ def test_a_table_name_holding_a_control_character_is_refused(server):
 
 def test_a_column_name_holding_a_control_character_is_refused(server):
     schema = server.schema("Hostile")
-    init_db(server.engine, server.dialect, schema, "indirect_process", False, "none")
+    init_db(server.database, schema, "indirect_process", False, "none")
     column = server.quote("a\rb")
     server.execute(f"CREATE TABLE {server.qualified(schema, 'acct')} (id INTEGER PRIMARY KEY, {column} TEXT)")
     result = run("triggers", "--db", server.url, "--schema", schema, "--install")
@@ -131,7 +131,7 @@ NOT_REFLECTED = {"mariadb": ["val `2`"]}
 @pytest.mark.parametrize("flavour", ["field", "query-back"])
 def test_names_sql_would_misread_install_and_log(server, flavour):
     schema = server.schema("Odd")
-    init_db(server.engine, server.dialect, schema, "indirect_process", False, "none")
+    init_db(server.database, schema, "indirect_process", False, "none")
     odd_columns = [c for c in ODD_COLUMNS if c not in NOT_REFLECTED.get(server.kind, [])]
     columns = ", ".join(f"{server.quote(c)} VARCHAR(20)" for c in odd_columns)
     table = server.qualified(schema, ODD_TABLE)
@@ -169,9 +169,9 @@ def test_init_db_makes_the_event_log_export_looks_up(server, log_table):
     assert result.exit_code == 0, result.output
     assert server.victim_is_there()
     settings = Settings(db_url=server.url, schema=schema, log_table=log_table)
-    log = open_event_log(server.engine, server.dialect, settings)  # as export and poll find it
+    log = open_event_log(server.database, settings)  # as export and poll find it
     assert log.table.name == log_table
-    assert can_take(PublisherLock(server.engine, server.dialect, lock_name(settings)))
+    assert can_take(PublisherLock(server.database, lock_name(settings)))
     # The sample's triggers write the event log of that name.
     server.execute(f"INSERT INTO {server.qualified(schema, 'usr')} (idu, fname) VALUES (1, 'Ann')")
     with server.engine.connect() as conn:
@@ -199,7 +199,7 @@ def test_a_long_table_name_keeps_three_triggers_and_drops_the_one_postgresql_cut
     db = Server("postgresql", tmp_path)
     try:
         schema = db.schema("Long")
-        init_db(db.engine, db.dialect, schema, "indirect_process", False, "none")
+        init_db(db.database, schema, "indirect_process", False, "none")
         table = db.qualified(schema, LONG)
         db.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, v TEXT)")
         # What an earlier xdspub made: three triggers whose names PostgreSQL cut to one.

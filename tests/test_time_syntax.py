@@ -153,7 +153,7 @@ def _log_query_back(db: SampleDb) -> None:
 def test_time_columns_are_reflected_by_kind_and_syntax(time_db):
     for syntax in (1, 2, 3):
         catalogue = reflect_catalogue(
-            time_db.engine, time_db.dialect, time_db.schema, "indirect_process", syntax
+            time_db.database, time_db.schema, "indirect_process", syntax
         )
         columns = {c.name: c for c in catalogue.tables["times"].columns}
         kinds = {"d": "date", "t": "time", "ts": "timestamp", "z": "timestamp"}

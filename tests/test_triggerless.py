@@ -81,7 +81,7 @@ class Publisher:
         self.cycles += 1
         out = out or self.tmp_path / f"{self.state.name}-{self.cycles}"
         options = TriggerlessOptions(self.state, startup)
-        with TriggerlessPublication(self.settings, options, self.db.engine, self.db.dialect) as publisher:
+        with TriggerlessPublication(self.settings, options, self.db.database) as publisher:
             report = run(self.settings, publisher, open_sink(str(out), 3))
         return out, report
 
@@ -171,7 +171,7 @@ def test_documents_applied_in_order_give_the_database(kind, tmp_path):
             apply(model, out)
             assert model == _snapshot(db, tmp_path, f"fresh-{round_}"), f"after cycle {round_ + 1}"
             assert _people(model) == _people_in(db), f"after cycle {round_ + 1}"
-        kept = (publisher.state / folder_name(database_identity(db.engine, db.dialect), db.schema) / CURRENT)
+        kept = (publisher.state / folder_name(database_identity(db.database), db.schema) / CURRENT)
         before = kept.read_text(), kept.stat().st_mtime_ns
         out, report = publisher.cycle()
         assert (report.commands, report.state_kept) == (0, False)
@@ -260,7 +260,7 @@ def test_future_events_carry_the_database_local_time(tmp_path):
 def test_a_foreign_or_unwritable_state_folder_is_refused_and_nothing_is_written(tmp_path):
     db = UnusualDb("sqlite", tmp_path)
     state = tmp_path / "state"
-    folder = state / folder_name(database_identity(db.engine, db.dialect), db.schema)
+    folder = state / folder_name(database_identity(db.database), db.schema)
     folder.mkdir(parents=True)
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(StateError, match="holds files xdspub did not write"):

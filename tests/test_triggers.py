@@ -250,8 +250,8 @@ def test_string_keys_round_trip_through_the_grammar(kind, flavour, sample):
 
 
 def _install(db: SampleDb, tables: list[str], flavour: str) -> None:
-    script = trigger_script(db.engine, db.dialect, db.schema, "indirect_process", tables, flavour)
-    run_scripts(db.engine, db.dialect, [script.ddl])
+    script = trigger_script(db.database, db.schema, "indirect_process", tables, flavour)
+    run_scripts(db.database, [script.ddl])
 
 
 # The command --------------------------------------------------------------------------
@@ -325,7 +325,7 @@ def test_the_command_installs_on_the_servers(kind, sample):
 
 def test_init_db_replaces_the_sample_triggers_of_the_other_flavour(sample):
     db = sample("sqlite", "field")
-    init_db(db.engine, db.dialect, db.schema, "indirect_process", True, "query-back")
+    init_db(db.database, db.schema, "indirect_process", True, "query-back")
     db.execute("INSERT INTO usr (idu, fname) VALUES (1, 'Jack')")
     assert _logged(db) == [("idu=1", 5, "usr", None, None, None)]
 

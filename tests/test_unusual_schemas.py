@@ -41,9 +41,9 @@ class UnusualDb:
             url, self.schema = f"sqlite:///{tmp_path / 'unusual.db'}", "Mixed"
         else:
             url, self.schema = server_url(kind), f"Xt_{uuid.uuid4().hex[:8]}_Mixed"
-        self.engine, self.dialect = connect(url, create=True)
+        self.engine, self.dialect = self.database = connect(url, create=True)
         self.db_schema = self.dialect.schema_named(self.schema)
-        init_db(self.engine, self.dialect, self.schema, LOG, False, "none")
+        init_db(self.database, self.schema, LOG, False, "none")
         self.metadata = sa.MetaData(schema=self.db_schema)
         prefix = f"{self.db_schema}." if self.db_schema else ""
         self.person = sa.Table(
@@ -82,8 +82,8 @@ class UnusualDb:
         self.url = self.engine.url.render_as_string(hide_password=False)
 
     def install(self, flavour: str) -> None:
-        script = trigger_script(self.engine, self.dialect, self.schema, LOG, None, flavour)
-        run_scripts(self.engine, self.dialect, [script.ddl])
+        script = trigger_script(self.database, self.schema, LOG, None, flavour)
+        run_scripts(self.database, [script.ddl])
 
     def change(self, *statements: sa.Executable) -> list[tuple]:
         """Run the statements (one transaction) and return the rows they logged."""
@@ -105,8 +105,8 @@ class UnusualDb:
         from publisher.source.event_log import open_event_log
 
         settings = Settings(db_url=self.url, schema=self.schema, log_table=LOG, allow_loopback=True)
-        log = open_event_log(self.engine, self.dialect, settings)
-        report = run_cycle(settings, self.engine, self.dialect, log, FileSink(out))
+        log = open_event_log(self.database, settings)
+        report = run_cycle(settings, self.database, log, FileSink(out))
         assert report.errors == []
         return etree.parse(str(out)).getroot()
 

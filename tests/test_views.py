@@ -71,12 +71,12 @@ def test_view_column_names_declare_attributes(tmp_path):
     with pytest.raises(NotAClass, match="key column k, which no class of the published schema has"):
         Catalogue("S", {}).referenced(named)
     # Two columns declaring one attribute: a usage error naming both.
-    engine, dialect = connect(f"sqlite:///{tmp_path / 'v.db'}", create=True)
+    engine, dialect = database = connect(f"sqlite:///{tmp_path / 'v.db'}", create=True)
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, x TEXT)")
         conn.exec_driver_sql("CREATE VIEW v AS SELECT id AS pk_id, x AS sv_x, x AS mv_x FROM t")
     with pytest.raises(ConfigError, match="view v: columns sv_x and mv_x both declare the attribute x"):
-        reflect_catalogue(engine, dialect, "indirect", "indirect_process")
+        reflect_catalogue(database, "indirect", "indirect_process")
     engine.dispose()
 
 
@@ -151,7 +151,7 @@ def test_a_view_in_the_drivers_form_publishes_what_its_tables_publish(any_db, tm
     # docs/initial-load.md: resync logs one type 5 an object, however many rows a view
     # gives its key; the views' objects load as usr's do.
     tables = replace(any_db.settings, tables=("usr", *FORMS))
-    logged = resync(any_db.engine, any_db.dialect, tables, 2, True, row_progress_for(True))
+    logged = resync(any_db.database, tables, 2, True, row_progress_for(True))
     # usr first: the views' references name it.
     assert [(c.name, c.logged) for c in logged.classes] == [("usr", 5), (MIXED, 5), ("view_usr", 5)]
     loaded, _ = any_db.publish(tmp_path / "resync.xml")
@@ -177,7 +177,7 @@ def test_triggerless_cycles_publish_a_view_as_its_tables(kind, tmp_path, spark):
             for settings in publishers:
                 out = tmp_path / f"{number}-{settings.small_cycle_rows}.xml"
                 options = TriggerlessOptions(tmp_path / f"state-{settings.small_cycle_rows}", startup)
-                with TriggerlessPublication(settings, options, db.engine, db.dialect) as publisher:
+                with TriggerlessPublication(settings, options, db.database) as publisher:
                     report = run(settings, publisher, open_sink(str(out), 128))
                 assert report.on_spark == (settings.small_cycle_rows == 0) and not report.failed
                 documents.append(etree.parse(str(out)).getroot())

@@ -22,7 +22,7 @@ from tests.conftest import make_sample_db
 @pytest.fixture
 def pg(tmp_path):
     db = make_sample_db("postgresql", tmp_path)
-    init_db(db.engine, db.dialect, db.schema, "indirect_process", False, "none", wake=True)
+    init_db(db.database, db.schema, "indirect_process", False, "none", wake=True)
     yield db
     db.drop()
 
@@ -75,5 +75,5 @@ def test_no_channel_without_the_trigger_and_no_trigger_without_notifications(pg,
         plain.drop()
     lite = make_sample_db("sqlite", tmp_path)
     with pytest.raises(ConfigError, match="--wake"):
-        init_db(lite.engine, lite.dialect, lite.schema, "indirect_process", False, "none", wake=True)
+        init_db(lite.database, lite.schema, "indirect_process", False, "none", wake=True)
     lite.drop()

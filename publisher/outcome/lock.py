@@ -18,8 +18,7 @@ import sqlalchemy as sa
 
 from publisher.errors import ConfigError
 from publisher.settings import Settings
-from publisher.source.database import run_named
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database, run_named
 from publisher.source.identifiers import lock_table_name, quoted
 
 
@@ -40,20 +39,20 @@ def lock_name(settings: Settings) -> LockName:
 
 
 class PublisherLock:
-    def __init__(self, engine: sa.Engine, dialect: Dialect, name: LockName) -> None:
-        self.engine, self.dialect, self.name = engine, dialect, name
+    def __init__(self, db: Database, name: LockName) -> None:
+        self.db, self.name = db, name
         self._connection: sa.Connection | None = None
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
         """Take the lock if it is free; True when this process holds it. ConfigError when
         the lock table is missing or the user may not lock it."""
-        sql = self.dialect.publisher_lock
+        sql = self.db.dialect.publisher_lock
         if sql is None:
             return self._try_file_lock()
         self.release()
         table = self._lock_table()
-        connection = self.engine.connect().execution_options(isolation_level="READ COMMITTED")
+        connection = self.db.engine.connect().execution_options(isolation_level="READ COMMITTED")
         try:
             connection.exec_driver_sql(sql.prepare)
             run_named(connection, sql.take.format(table=table))
@@ -86,7 +85,7 @@ class PublisherLock:
     def held(self) -> bool:
         """Whether the lock is still ours: its session must still be alive. The lock's
         transaction is left open."""
-        if self.dialect.publisher_lock is None:
+        if self.db.dialect.publisher_lock is None:
             return self._fd is not None
         if self._connection is None:
             return False
@@ -108,13 +107,13 @@ class PublisherLock:
             self._fd = None
 
     def _lock_table(self) -> str:
-        name = quoted(self.engine, "lock table", lock_table_name(self.dialect, self.name.log_table))
-        return f"{quoted(self.engine, 'schema', self.name.schema)}.{name}"
+        name = quoted(self.db.engine, "lock table", lock_table_name(self.db.dialect, self.name.log_table))
+        return f"{quoted(self.db.engine, 'schema', self.name.schema)}.{name}"
 
     def _try_file_lock(self) -> bool:
         if self._fd is not None:
             return True
-        path = f"{self.engine.url.database}.xdspub-lock"
+        path = f"{self.db.engine.url.database}.xdspub-lock"
         try:
             # Never through a link planted in the database's folder, and not inherited by
             # the processes the publisher starts.

@@ -40,24 +40,24 @@ def skip_pending(settings: Settings, through: int | None, before: datetime | Non
     selection's classes and child tables when there is one; with Dry Run, only count them."""
     if through is None and before is None:
         raise ConfigError("skip needs --through RECORD_ID or --before TIME")
-    engine, dialect = connect(settings.db_url)
-    lock = PublisherLock(engine, dialect, lock_name(settings))
+    db = connect(settings.db_url)
+    lock = PublisherLock(db, lock_name(settings))
     try:
-        log = open_event_log(engine, dialect, settings)
+        log = open_event_log(db, settings)
         c = log.column
         pending = [c("status") == Status.NEW]
         if through is not None:
             pending.append(c("record_id") <= through)
         if before is not None:
-            moment = dialect.time_order(sa.literal(before, sa.DateTime()))
-            pending.append(dialect.time_order(c("event_time")) < moment)
+            moment = db.dialect.time_order(sa.literal(before, sa.DateTime()))
+            pending.append(db.dialect.time_order(c("event_time")) < moment)
         if settings.tables:
-            catalogue = published_catalogue(settings, engine, dialect)
+            catalogue = published_catalogue(settings, db)
             pending.append(c("table_name").in_([*catalogue.tables, *catalogue.child_tables]))
         if not lock.try_acquire():
             raise PublisherBusy(f"another publisher is active on {settings.log_table} (lock {lock.name})")
         record_id = c("record_id")
-        with engine.begin() as conn:
+        with db.engine.begin() as conn:
             bounds = sa.select(sa.func.count(), sa.func.min(record_id), sa.func.max(record_id))
             rows, low, high = conn.execute(bounds.where(*pending)).one()
             if not rows or settings.dry_run:
@@ -70,4 +70,4 @@ def skip_pending(settings: Settings, through: int | None, before: datetime | Non
             return Skipped(conn.execute(statement).rowcount, low, high)
     finally:
         lock.release()
-        engine.dispose()
+        db.engine.dispose()

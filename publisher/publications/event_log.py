@@ -22,8 +22,7 @@ from publisher.reduce.loopback import loopback_user
 from publisher.reduce.status_ranges import status_ranges
 from publisher.settings import Settings
 from publisher.source.copy_read import CopyRanges
-from publisher.source.database import connect, libpq_conninfo
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database, connect, libpq_conninfo
 from publisher.source.event_log import (
     EventLog,
     PendingBounds,
@@ -42,11 +41,11 @@ class EventLogPublication(Publication):
     """The event log of ``settings``: each cycle reflects the published schema afresh,
     reads the pending rows (the plans' CycleSource), and writes their statuses."""
 
-    def __init__(self, settings: Settings, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
-        self.settings, self.engine, self.dialect, self.log = settings, engine, dialect, log
-        self.lock = PublisherLock(engine, dialect, lock_name(settings))
-        self.loopback_user = loopback_user(settings.publisher_user, engine.url.username, settings.allow_loopback)
-        sql = dialect.early_statuses
+    def __init__(self, settings: Settings, db: Database, log: EventLog) -> None:
+        self.settings, self.db, self.log = settings, db, log
+        self.lock = PublisherLock(db, lock_name(settings))
+        self.loopback_user = loopback_user(settings.publisher_user, db.engine.url.username, settings.allow_loopback)
+        sql = db.dialect.early_statuses
         self.early_sql = sql if not (settings.dry_run or settings.delete_processed) else None
         self.early: EarlyStatuses | None = None
 
@@ -54,37 +53,37 @@ class EventLogPublication(Publication):
     def catalogue(self) -> Catalogue:
         """The published schema, reflected afresh each cycle: a column added while the
         service runs is published from the next cycle on."""
-        return published_catalogue(self.settings, self.engine, self.dialect)
+        return published_catalogue(self.settings, self.db)
 
     @cached_property
     def current(self) -> CurrentRows:
-        return CurrentRows(self.engine, self.dialect, self.catalogue)
+        return CurrentRows(self.db, self.catalogue)
 
     def start(self) -> int:
         for name in ("catalogue", "current"):
             self.__dict__.pop(name, None)
-        self.bounds: PendingBounds = pending_bounds(self.engine, self.log, self.dialect, self.settings)
-        self.early = EarlyStatuses(self.engine, self.log, self.early_sql) if self.early_sql else None
+        self.bounds: PendingBounds = pending_bounds(self.db, self.log, self.settings)
+        self.early = EarlyStatuses(self.db.engine, self.log, self.early_sql) if self.early_sql else None
         self.ranges: list[StatusRange] = []
         return self.count()
 
     def waiting(self) -> tuple[int, float]:
-        query = pending_probe(self.log, self.dialect, self.settings.future_events)
-        with self.engine.connect() as conn:
+        query = pending_probe(self.log, self.db.dialect, self.settings.future_events)
+        with self.db.engine.connect() as conn:
             count, lag = conn.execute(query).one()
         return count, max(0.0, float(lag or 0))
 
     def wake_channel(self) -> tuple[str, str] | str | None:
         table = self.log.table
-        if not self.dialect.wake_channel_query:
+        if not self.db.dialect.wake_channel_query:
             return None
-        with self.engine.connect() as conn:
+        with self.db.engine.connect() as conn:
             channel = conn.execute(
-                sa.text(self.dialect.wake_channel_query), {"schema": table.schema, "table": table.name}
+                sa.text(self.db.dialect.wake_channel_query), {"schema": table.schema, "table": table.name}
             ).scalar()
         if channel is None:
             return "the event log has no wake-up trigger (init-db --wake)"
-        return libpq_conninfo(self.engine), channel
+        return libpq_conninfo(self.db.engine), channel
 
     # -- what the plans read (plans.CycleSource)
 
@@ -92,10 +91,10 @@ class EventLogPublication(Publication):
         return self.bounds.rows
 
     def pending_read(self, parts: int) -> CopyRanges | JdbcQuery:
-        return pending_read(self.engine, self.log, self.dialect, self.settings, self.bounds, parts)
+        return pending_read(self.db, self.log, self.settings, self.bounds, parts)
 
     def pending_rows(self) -> pa.Table:
-        return pending_rows(self.engine, self.log, self.dialect, self.settings, self.bounds)
+        return pending_rows(self.db, self.log, self.settings, self.bounds)
 
     def mark_early(self, runs: list[tuple[int, int]], rejected: list[Note]) -> None:
         if self.early is not None:
@@ -116,7 +115,7 @@ class EventLogPublication(Publication):
                 return
             except sa.exc.DBAPIError:
                 self.early.close()  # lost or failed: the documents are durable, so afresh
-        write_statuses(self.engine, self.log, self.ranges, self.settings.delete_processed)
+        write_statuses(self.db.engine, self.log, self.ranges, self.settings.delete_processed)
 
     def close(self) -> None:
         if self.early is not None:
@@ -126,9 +125,9 @@ class EventLogPublication(Publication):
 @contextmanager
 def opened(settings: Settings) -> Iterator[EventLogPublication]:
     """``xdspub export``'s event log: connected, and the publisher lock held (PublisherBusy when another publisher has it)."""
-    engine, dialect = connect(settings.db_url)
+    db = connect(settings.db_url)
     try:
-        publication = EventLogPublication(settings, engine, dialect, open_event_log(engine, dialect, settings))
+        publication = EventLogPublication(settings, db, open_event_log(db, settings))
         lock = publication.lock
         try:
             if not lock.try_acquire():
@@ -137,4 +136,4 @@ def opened(settings: Settings) -> Iterator[EventLogPublication]:
         finally:
             lock.release()
     finally:
-        engine.dispose()
+        db.engine.dispose()

@@ -25,8 +25,7 @@ from publisher.plans import ComparedClass, Phases
 from publisher.plans.triggerless_driver import compare_in_driver
 from publisher.publications import Planned, Publication, WorkFolder
 from publisher.settings import Settings, TriggerlessOptions
-from publisher.source.database import connect, run_named
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database, connect, run_named
 from publisher.source.query_back import CurrentRows
 from publisher.source.schema import published_catalogue
 
@@ -35,10 +34,10 @@ from publisher.source.schema import published_catalogue
 IDS_PER_GENERATION = 10**12
 
 
-def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
+def database_identity(db: Database) -> str:
     """The database a state belongs to: its URL without password (SQLite: its file)."""
-    url = engine.url.set(password=None, query={})
-    if dialect.database_is_file and url.database:
+    url = db.engine.url.set(password=None, query={})
+    if db.dialect.database_is_file and url.database:
         url = url.set(database=str(Path(url.database).resolve()))
     return url.render_as_string(hide_password=True)
 
@@ -46,13 +45,13 @@ def database_identity(engine: sa.Engine, dialect: Dialect) -> str:
 class TriggerlessPublication(Publication):
     """The state folder, locked while open, and what each cycle needs of the database."""
 
-    def __init__(self, settings: Settings, options: TriggerlessOptions, engine: sa.Engine, dialect: Dialect) -> None:
-        self.settings, self.options, self.engine, self.dialect = settings, options, engine, dialect
-        self.catalogue = published_catalogue(settings, engine, dialect)
-        self.current = CurrentRows(engine, dialect, self.catalogue)
+    def __init__(self, settings: Settings, options: TriggerlessOptions, db: Database) -> None:
+        self.settings, self.options, self.db = settings, options, db
+        self.catalogue = published_catalogue(settings, db)
+        self.current = CurrentRows(db, self.catalogue)
         self.classes = self.catalogue.reference_order()
         identity = Identity(
-            database_identity(engine, dialect),
+            database_identity(db),
             settings.schema,
             tuple(sorted(settings.tables)),
             settings.time_syntax,
@@ -73,7 +72,7 @@ class TriggerlessPublication(Publication):
         return max(self.rows.values(), default=0)
 
     def _rows(self, table: Table) -> int:
-        with self.engine.connect() as connection:
+        with self.db.engine.connect() as connection:
             source = sa.table(table.name, schema=self.current.schema)
             return connection.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
 
@@ -81,8 +80,8 @@ class TriggerlessPublication(Publication):
         """The database's local time now, with future events (docs/triggerless.md)."""
         if not self.settings.future_events:
             return None
-        with self.engine.connect() as connection:
-            return str(run_named(connection, self.dialect.local_time).scalar_one())
+        with self.db.engine.connect() as connection:
+            return str(run_named(connection, self.db.dialect.local_time).scalar_one())
 
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         report = phases.report
@@ -161,9 +160,9 @@ def _first_ids(compared: list[ComparedClass], generation: int) -> list[tuple[int
 @contextmanager
 def opened(settings: Settings, options: TriggerlessOptions) -> Iterator[TriggerlessPublication]:
     """``xdspub export --mode triggerless``: connected, the state folder locked."""
-    engine, dialect = connect(settings.db_url)
+    db = connect(settings.db_url)
     try:
-        with TriggerlessPublication(settings, options, engine, dialect) as publication:
+        with TriggerlessPublication(settings, options, db) as publication:
             yield publication
     finally:
-        engine.dispose()
+        db.engine.dispose()

@@ -18,7 +18,6 @@ from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from functools import partial
 
-import sqlalchemy as sa
 
 from publisher.cycle import CycleReport, run
 from publisher.delivery.sinks import FileSink, open_sink
@@ -31,8 +30,7 @@ from publisher.service.logs import log
 from publisher.service.metrics import Metrics
 from publisher.service.wake_ups import WakeUps
 from publisher.settings import Settings, TriggerlessOptions
-from publisher.source.database import connect, run_scripts
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database, connect, run_scripts
 from publisher.source.event_log import open_event_log
 from publisher.source.schema import published_catalogue
 
@@ -70,21 +68,21 @@ class PollingService:
             signal.signal(number, self.stop)
         if self.options.metrics_port is not None:
             self.metrics.serve(self.options.metrics_port)
-        engine, dialect = self._connect()
-        if engine is None:
+        db = self._connect()
+        if db is None:
             return 0
-        self.engine, self.dialect = engine, dialect
+        self.db = db
         with ExitStack() as stack:
-            stack.callback(engine.dispose)
+            stack.callback(db.engine.dispose)
             if self.triggerless is not None:
                 publication = stack.enter_context(
-                    TriggerlessPublication(self.settings, self.triggerless, engine, dialect)
+                    TriggerlessPublication(self.settings, self.triggerless, db)
                 )
             else:
                 publication = EventLogPublication(
-                    self.settings, engine, dialect, open_event_log(engine, dialect, self.settings)
+                    self.settings, db, open_event_log(db, self.settings)
                 )
-                published_catalogue(self.settings, engine, dialect)  # a bad --tables: exit 2 at once
+                published_catalogue(self.settings, db)  # a bad --tables: exit 2 at once
             if publication.lock is not None:
                 stack.callback(publication.lock.release)
             if self.settings.on_spark(self.settings.query_limit or 0):
@@ -155,7 +153,7 @@ class PollingService:
         conninfo, name = channel
         return WakeUps(conninfo, name, self.wake, MAX_BACKOFF_SECONDS)
 
-    def _connect(self) -> tuple[sa.Engine | None, Dialect | None]:
+    def _connect(self) -> Database | None:
         backoff = self.options.interval
         while not self.stopping.is_set():
             try:
@@ -164,7 +162,7 @@ class PollingService:
                 log(logging.ERROR, "database unreachable", error=str(exc), retry_in=f"{backoff:.0f}s")
                 self.stopping.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
-        return None, None
+        return None
 
     def _warm_spark(self) -> None:
         from publisher.plans.session import spark_session
@@ -190,7 +188,7 @@ class PollingService:
         started = time.monotonic()
         report = run(self.settings, publication, self.sink)
         if self.options.post_statements and not self.settings.dry_run and (report.rows or report.commands):
-            run_scripts(self.engine, self.dialect, [self.options.post_statements])
+            run_scripts(self.db, [self.options.post_statements])
         seconds = time.monotonic() - started
         self.metrics.cycle.observe(seconds)
         for letter, count in report.by_status.items():

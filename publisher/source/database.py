@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import sqlalchemy as sa
 
@@ -11,7 +12,16 @@ from publisher.errors import ConfigError, DatabaseUnreachable
 from publisher.source.dialects import Dialect, dialect_of
 
 
-def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
+class Database(NamedTuple):
+    """One database as xdspub reaches it: its engine, and the dialect that says how it
+    differs from the others. The schema is not part of it: it is the publication's
+    (``Settings.schema``, a catalogue's ``schema``) and a database may hold several."""
+
+    engine: sa.Engine
+    dialect: Dialect
+
+
+def connect(url: str, create: bool = False) -> Database:
     """An engine that has answered once, or DatabaseUnreachable (exit 3).
 
     An SQLite file that does not exist is created only when ``create`` is set; otherwise a
@@ -34,7 +44,7 @@ def connect(url: str, create: bool = False) -> tuple[sa.Engine, Dialect]:
             pass
     except sa.exc.DBAPIError as exc:
         raise DatabaseUnreachable(f"cannot reach {engine.url!r}: {exc.orig}") from None
-    return engine, dialect
+    return Database(engine, dialect)
 
 
 def libpq_conninfo(engine: sa.Engine) -> str:
@@ -74,11 +84,11 @@ def run_named(connection: sa.Connection, statement: str) -> sa.CursorResult:
     return connection.exec_driver_sql(statement, execution_options={"no_parameters": True})
 
 
-def run_scripts(engine: sa.Engine, dialect: Dialect, scripts: list[str]) -> None:
+def run_scripts(db: Database, scripts: list[str]) -> None:
     """Run multi-statement SQL scripts on one connection, then commit."""
-    with engine.connect() as conn:
+    with db.engine.connect() as conn:
         raw = conn.connection.driver_connection
         for script in scripts:
-            dialect.run_script(raw, script)
+            db.dialect.run_script(raw, script)
         raw.commit()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
 import pyarrow as pa
 import sqlalchemy as sa
 
@@ -14,9 +15,10 @@ from publisher.model.rows import PENDING
 from publisher.model.statuses import Status
 from publisher.settings import Settings
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
-from publisher.source.text import database_text
+from publisher.source.database import Database
 from publisher.source.dialects import Dialect
 from publisher.source.jdbc import JdbcQuery, jdbc_query
+from publisher.source.text import database_text
 
 # Text columns a row could make huge: each is read up to the Maximum Value Length and one
 # character more, so that a longer value is seen (and its row rejected) without its bulk.
@@ -36,16 +38,16 @@ class EventLog:
         return self.table.c[self.by_role[role]]
 
 
-def open_event_log(engine: sa.Engine, dialect: Dialect, settings: Settings) -> EventLog:
+def open_event_log(db: Database, settings: Settings) -> EventLog:
     """Reflect the event log; refuse (ConfigError) when it lacks any of the ten columns.
 
     Columns are matched by their default names when all ten are there. A table that uses
     customised names (fewer than half of the defaults) is read by position, in the fixed
     order the documents prescribe; otherwise a missing default name is a missing column."""
     schema, _, name = settings.log_table.rpartition(".")
-    schema = dialect.schema_named(schema or settings.schema)
+    schema = db.dialect.schema_named(schema or settings.schema)
     try:
-        table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=engine)
+        table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=db.engine)
     except sa.exc.NoSuchTableError:
         raise ConfigError(f"event log table {settings.log_table!r} does not exist") from None
     names = [c.name for c in table.columns]
@@ -108,9 +110,9 @@ class PendingBounds:
     high: int | None
 
 
-def pending_bounds(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> PendingBounds:
-    pending = pending_select(log, dialect, settings).subquery()
-    with engine.connect() as conn:
+def pending_bounds(db: Database, log: EventLog, settings: Settings) -> PendingBounds:
+    pending = pending_select(log, db.dialect, settings).subquery()
+    with db.engine.connect() as conn:
         low, high, rows = conn.execute(
             sa.select(sa.func.min(pending.c.record_id), sa.func.max(pending.c.record_id), sa.func.count())
         ).one()
@@ -118,45 +120,45 @@ def pending_bounds(engine: sa.Engine, log: EventLog, dialect: Dialect, settings:
 
 
 def pending_read(
-    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds, parts: int
+    db: Database, log: EventLog, settings: Settings, bounds: PendingBounds, parts: int
 ) -> CopyRanges | JdbcQuery:
     """The cycle's pending rows for the Python workers to read: in ``parts`` record_id
     ranges by COPY (source/copy_read.py) where the database has it, else through Spark's
     JDBC source, in record_id ranges when they are many. The cycle reads them once (into
     the work folder's files, plans/exchange.py), so that later steps never re-read the
     table."""
-    ranges = _pending_ranges(engine, log, dialect, settings, bounds, parts)
+    ranges = _pending_ranges(db, log, settings, bounds, parts)
     if ranges is not None:
         return ranges
     split = ("record_id", bounds.low, bounds.high, bounds.rows) if bounds.rows else None
-    return jdbc_query(engine, dialect, pending_select(log, dialect, settings), PENDING.arrow, split)
+    return jdbc_query(db, pending_select(log, db.dialect, settings), PENDING.arrow, split)
 
 
 def _pending_ranges(
-    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds, parts: int
+    db: Database, log: EventLog, settings: Settings, bounds: PendingBounds, parts: int
 ) -> CopyRanges | None:
-    if not dialect.copy_reads or not bounds.rows:
+    if not db.dialect.copy_reads or not bounds.rows:
         return None
     ranges = even_ranges(bounds.low, bounds.high, parts)
-    return copy_ranges(engine, pending_select(log, dialect, settings), PENDING.arrow, "record_id", ranges)
+    return copy_ranges(db.engine, pending_select(log, db.dialect, settings), PENDING.arrow, "record_id", ranges)
 
 
 def pending_rows(
-    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, bounds: PendingBounds
+    db: Database, log: EventLog, settings: Settings, bounds: PendingBounds
 ) -> pa.Table:
     """The cycle's pending rows (rows.PENDING) read by the driver, for a cycle of few rows:
     with COPY where the database has it, as the Python workers read a big cycle's."""
-    ranges = _pending_ranges(engine, log, dialect, settings, bounds, 1)
+    ranges = _pending_ranges(db, log, settings, bounds, 1)
     if ranges is not None:
         return pa.Table.from_batches(list(ranges.read(0)), PENDING.arrow)
-    return selected_pending_rows(engine, log, dialect, settings)
+    return selected_pending_rows(db, log, settings)
 
 
-def selected_pending_rows(engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings) -> pa.Table:
+def selected_pending_rows(db: Database, log: EventLog, settings: Settings) -> pa.Table:
     """The cycle's pending rows (rows.PENDING), through SQLAlchemy: any database."""
 
-    with engine.connect() as conn:
-        result = conn.execute(pending_select(log, dialect, settings)).mappings()
+    with db.engine.connect() as conn:
+        result = conn.execute(pending_select(log, db.dialect, settings)).mappings()
         rows = [PENDING.row(**{name: _pending_value(name, v) for name, v in row.items()}) for row in result]
     return pa.Table.from_batches([PENDING.batch(rows)])
 
@@ -169,7 +171,7 @@ def _pending_value(name: str, value: object) -> object:
 
 
 def chosen_rows(
-    engine: sa.Engine, log: EventLog, dialect: Dialect, settings: Settings, record_ids: Sequence[int], pending: bool
+    db: Database, log: EventLog, settings: Settings, record_ids: Sequence[int], pending: bool
 ) -> tuple[pa.Table, dict[int, str | None]]:
     """The rows ``xdspub explain`` looks at (rows.PENDING): those of ``record_ids`` whatever
     their status, and the pending ones with ``pending``; and each one's status as logged."""
@@ -181,9 +183,9 @@ def chosen_rows(
         wanted.append(c("status") == Status.NEW)
     if not wanted:
         return PENDING.arrow.empty_table(), {}
-    query = sa.select(*_pending_columns(log, dialect, settings), c("status").label("logged_status"))
+    query = sa.select(*_pending_columns(log, db.dialect, settings), c("status").label("logged_status"))
     query = query.where(sa.or_(*wanted)).order_by(c("record_id"))
-    with engine.connect() as conn:
+    with db.engine.connect() as conn:
         result = conn.execute(query).mappings()
         rows, logged = [], {}
         for row in result:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import sqlalchemy as sa
 
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database
 from publisher.source.text import decoded_columns
 
 ROWS_PER_PARTITION = 250_000  # below this a second connection costs more than it saves
@@ -79,20 +79,19 @@ class JdbcQuery:
 
 
 def jdbc_query(
-    engine: sa.Engine,
-    dialect: Dialect,
+    db: Database,
     query: sa.Select,
     schema: pa.Schema,
     split: tuple[str, int, int, int] | None = None,
 ) -> JdbcQuery:
     """``query`` for Spark's JDBC source, its columns ``schema``; ``split``: (column,
     lowest, highest, rows) to read in ranges of an integer column."""
-    url = engine.url
+    url = db.engine.url
     strings = [f.name for f in schema if f.type == pa.string()]
     # A split column the passes take as text is selected as it is: Spark reads it BIGINT.
     integers = tuple(n for n in strings if split is not None and n == split[0])
-    decoded = tuple(n for n in strings if n not in integers) if dialect.text_as_bytes else ()
+    decoded = tuple(n for n in strings if n not in integers) if db.dialect.text_as_bytes else ()
     return JdbcQuery(
-        dialect.jdbc(url), dialect.jdbc_driver, url.username, url.password,
-        jdbc_sql(query, engine), schema, split, Retyped(decoded, integers),
+        db.dialect.jdbc(url), db.dialect.jdbc_driver, url.username, url.password,
+        jdbc_sql(query, db.engine), schema, split, Retyped(decoded, integers),
     )

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
+from publisher.source.database import Database
 from publisher.source.dialects import Dialect, dialect_of
 from publisher.source.jdbc import JdbcQuery, jdbc_query
 from publisher.source.schema import is_bit
@@ -128,8 +129,7 @@ class _KeyMatch:
 
 
 def current_read(
-    engine: sa.Engine,
-    dialect: Dialect,
+    db: Database,
     catalogue: Catalogue,
     table: Table,
     key_names: Sequence[str],
@@ -139,16 +139,16 @@ def current_read(
     """``current_select`` for the Python workers to read (its columns ``current_table``'s):
     a whole table with an integer key in ``parts(rows)`` ranges of it, by COPY where the
     database has it (source/copy_read.py); anything else through Spark's JDBC source."""
-    schema = dialect.schema_named(catalogue.schema)
-    split = _split(engine, schema, table, key_names) if wanted is None else None
+    schema = db.dialect.schema_named(catalogue.schema)
+    split = _split(db.engine, schema, table, key_names) if wanted is None else None
     column = split and split[0]
-    query = current_select(dialect, table, schema, key_names, wanted, column)
-    if split is None or not dialect.copy_reads:
-        return jdbc_query(engine, dialect, query, _arrow_schema(table), split)
+    query = current_select(db.dialect, table, schema, key_names, wanted, column)
+    if split is None or not db.dialect.copy_reads:
+        return jdbc_query(db, query, _arrow_schema(table), split)
     _, low, high, rows = split
     octets = tuple(c.name for c in table.columns if c.is_binary)
     ranges = even_ranges(low, high, parts(rows))
-    return copy_ranges(engine, query, _arrow_schema(table), column, ranges, octets)
+    return copy_ranges(db.engine, query, _arrow_schema(table), column, ranges, octets)
 
 
 def _split(
@@ -210,26 +210,25 @@ class CurrentRows:
     """The published tables' current rows as a plan reads them (query-back, and a
     triggerless class read whole): the database and its catalogue, bound once."""
 
-    engine: sa.Engine
-    dialect: Dialect
+    db: Database
     catalogue: Catalogue
 
     @property
     def schema(self) -> str | None:
-        return self.dialect.schema_named(self.catalogue.schema)
+        return self.db.dialect.schema_named(self.catalogue.schema)
 
     def read(self, table: Table, key_names: Sequence[str], wanted: list | None,
              parts: Callable[[int], int]) -> CopyRanges | JdbcQuery:
         """For the Python workers to read (``current_read``)."""
-        return current_read(self.engine, self.dialect, self.catalogue, table, key_names, wanted, parts)
+        return current_read(self.db, self.catalogue, table, key_names, wanted, parts)
 
     def rows(self, table: Table, key_names: Sequence[str], wanted: list | None) -> pa.Table:
         """Read by the driver (``current_table``)."""
-        return current_table(self.engine, self.schema, table, key_names, wanted)
+        return current_table(self.db.engine, self.schema, table, key_names, wanted)
 
     def check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
         """Read by the driver and let go: DBAPIError when the database refuses."""
-        current_check(self.engine, self.schema, table, key_names, wanted)
+        current_check(self.db.engine, self.schema, table, key_names, wanted)
 
 
 def _value(value: object, kind: pa.DataType) -> object:

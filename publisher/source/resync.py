@@ -26,7 +26,7 @@ from publisher.model.catalogue import Column, MultiValued, Table
 from publisher.model.chains import chain_breaks, chain_order
 from publisher.progress import RowProgress
 from publisher.settings import Settings
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database
 from publisher.source.event_log import EventLog, open_event_log
 from publisher.source.identifiers import checked, resync_table_name, sql_quote
 from publisher.source.schema import published_catalogue
@@ -92,8 +92,7 @@ class ResyncReport:
 
 
 def resync(
-    engine: sa.Engine,
-    dialect: Dialect,
+    db: Database,
     settings: Settings,
     chunk: int,
     restart: bool,
@@ -103,23 +102,23 @@ def resync(
     every keyed class), resuming the pass an earlier run left unfinished unless
     ``restart``. UnknownTable for a name that is no keyed class."""
     checked("--schema", settings.schema)
-    catalogue = published_catalogue(settings, engine, dialect)
+    catalogue = published_catalogue(settings, db)
     classes = catalogue.reference_order()
-    log = open_event_log(engine, dialect, settings)
-    passes = _Passes(engine, dialect, log)
+    log = open_event_log(db, settings)
+    passes = _Passes(db, log)
     # Where classes name each other in a cycle, a type 8 of each reference to a class
     # logged after its own, once every class is logged (docs/initial-load.md, References).
     forward = [(table, name, f"{table.name}{_PASS_SEPARATOR}{number}") for table in classes
                for number, name in enumerate(catalogue.forward_references(table))]
     resumed, state = passes.begin([c.name for c in classes] + [key for *_, key in forward], restart)
-    db_schema = dialect.schema_named(settings.schema)
+    db_schema = db.dialect.schema_named(settings.schema)
     counts = []
     for table in classes:
         last_key, before, finished = state[table.name]
         count = ClassCount(table.name, before, done_before=finished)
         counts.append(count)
         if not finished:
-            chunks = _Chunks(engine, dialect, log, table, db_schema)
+            chunks = _Chunks(db, log, table, db_schema)
             named = [table.attribute(name) for name in catalogue.self_references(table)]
             if named:
                 chunks.run_in_reference_order(passes, last_key, chunk, count, progress, named)
@@ -131,7 +130,7 @@ def resync(
         count = ClassCount(f"{table.name} {name}", before, done_before=finished)
         completing.append(count)
         if not finished:
-            _Chunks(engine, dialect, log, table, db_schema).run_forward(
+            _Chunks(db, log, table, db_schema).run_forward(
                 passes, key, last_key, chunk, count, progress, table.attribute(name)
             )
     return ResyncReport(counts, resumed, completing)
@@ -150,9 +149,9 @@ class _Passes:
     the pass, the table_key of the last object logged, how many were, and whether the class
     is finished (docs/initial-load.md, Resuming)."""
 
-    def __init__(self, engine: sa.Engine, dialect: Dialect, log: EventLog) -> None:
-        self.engine = engine
-        name = resync_table_name(dialect, log.table.name)
+    def __init__(self, db: Database, log: EventLog) -> None:
+        self.engine = db.engine
+        name = resync_table_name(db.dialect, log.table.name)
         self.table = sa.Table(
             checked("resync table", name),
             sa.MetaData(schema=log.table.schema),
@@ -198,21 +197,21 @@ class _Chunks:
     """One class's objects, logged chunk by chunk in key order."""
 
     def __init__(
-        self, engine: sa.Engine, dialect: Dialect, log: EventLog, table: Table, db_schema: str | None
+        self, db: Database, log: EventLog, table: Table, db_schema: str | None
     ) -> None:
-        self.engine, self.name, self.table, self.db_schema = engine, table.name, table, db_schema
+        self.engine, self.name, self.table, self.db_schema = db.engine, table.name, table, db_schema
         checked("table", table.name)
         for key in table.key_columns:
             checked(f"table {table.name!r}, key column", key)
-        reflected = sa.Table(table.name, sa.MetaData(), schema=db_schema, autoload_with=engine)
+        reflected = sa.Table(table.name, sa.MetaData(), schema=db_schema, autoload_with=db.engine)
         self.row = reflected.alias(_ROW)
         self.keys = [self.row.c[k] for k in table.key_columns]
         self.booleans = {k for k in table.key_columns if table.column(k).xds_type == value_text.STATE}
         # A zoned key's text is in UTC, not in the session's zone (Dialect.utc_key).
-        self.utc_key = dialect.utc_key
-        self.zoned = {k for k in table.key_columns if self.utc_key and dialect.zoned(table.column(k).sql_type)}
+        self.utc_key = db.dialect.utc_key
+        self.zoned = {k for k in table.key_columns if self.utc_key and db.dialect.zoned(table.column(k).sql_type)}
         self.key_sql = partial(
-            table_key_sql, TRIGGER_SQL[dialect.sql_dir], sql_quote(engine), value_text_sql(engine, dialect), table
+            table_key_sql, TRIGGER_SQL[db.dialect.sql_dir], sql_quote(db.engine), value_text_sql(db), table
         )
         self.key_text = sa.literal_column(self.key_sql(_ROW))
         self.log = log.table

@@ -13,7 +13,7 @@ from publisher.model import value_text
 from publisher.model.catalogue import VIEW_KEY_PREFIX, Catalogue, Column, ForeignKey, MultiValued, Table
 from publisher.model.policy import with_policy
 from publisher.settings import Settings
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database
 from publisher.source.identifiers import lock_table_name, resync_table_name
 
 _INTERNAL_PREFIX = "sqlite_"
@@ -116,18 +116,17 @@ class _Reflected:
         return next((fk for fk in self.foreign_keys if fk["constrained_columns"] == [name]), None)
 
 
-def published_catalogue(settings: Settings, engine: sa.Engine, dialect: Dialect) -> Catalogue:
+def published_catalogue(settings: Settings, db: Database) -> Catalogue:
     """The classes a cycle publishes: the schema's, or the table selection's
     (docs/parameters.md, Table selection), under the column policy (Column policy);
     UnknownTable for a name it cannot select, ConfigError for a bad policy."""
-    catalogue = reflect_catalogue(engine, dialect, settings.schema, settings.log_table, settings.time_syntax)
+    catalogue = reflect_catalogue(db, settings.schema, settings.log_table, settings.time_syntax)
     catalogue = with_policy(catalogue, settings.column_policy)
     return catalogue.selected(settings.tables) if settings.tables else catalogue
 
 
 def reflect_catalogue(
-    engine: sa.Engine,
-    dialect: Dialect,
+    db: Database,
     schema: str,
     log_table: str,
     time_syntax: int = value_text.TimeSyntax.INTEGER,
@@ -136,10 +135,10 @@ def reflect_catalogue(
     and the tables xdspub keeps beside it (SQLite: of the main database), each with its
     references and child tables; its time columns published under ``time_syntax``
     (docs/parameters.md, Time Syntax)."""
-    db_schema = dialect.schema_named(schema)
-    inspector = sa.inspect(engine)
+    db_schema = db.dialect.schema_named(schema)
+    inspector = sa.inspect(db.engine)
     log_name = log_table.rsplit(".", 1)[-1]
-    own = {log_name, lock_table_name(dialect, log_name), resync_table_name(dialect, log_name)}
+    own = {log_name, lock_table_name(db.dialect, log_name), resync_table_name(db.dialect, log_name)}
     reflected: dict[str, _Reflected] = {}
     for names, is_view in (
         (inspector.get_table_names(schema=db_schema), False),

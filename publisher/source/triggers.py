@@ -25,8 +25,7 @@ from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, ForeignKey, MultiValued, Table, UnknownTable
 from publisher.model.policy import ColumnPolicy, with_policy
 from publisher.settings import Settings
-from publisher.source.database import filled
-from publisher.source.dialects import Dialect
+from publisher.source.database import Database, filled
 from publisher.source.event_log import EventLog, open_event_log
 from publisher.source.identifiers import checked, derived_name, sql_quote
 from publisher.source.schema import is_bit, reflect_catalogue
@@ -170,8 +169,7 @@ class TriggerScript:
 
 
 def trigger_script(
-    engine: sa.Engine,
-    dialect: Dialect,
+    db: Database,
     schema: str,
     log_table: str,
     tables: Sequence[str] | None,
@@ -188,12 +186,12 @@ def trigger_script(
     if flavour not in FLAVOURS:
         raise ConfigError(f"unknown trigger flavour {flavour!r} (field or query-back)")
     checked("--schema", schema)
-    catalogue = with_policy(reflect_catalogue(engine, dialect, schema, log_table), ColumnPolicy(excluded))
-    log = open_event_log(engine, dialect, Settings(None, schema=schema, log_table=log_table))
-    db_schema = dialect.schema_named(schema)
-    inspector = sa.inspect(engine)
+    catalogue = with_policy(reflect_catalogue(db, schema, log_table), ColumnPolicy(excluded))
+    log = open_event_log(db, Settings(None, schema=schema, log_table=log_table))
+    db_schema = db.dialect.schema_named(schema)
+    inspector = sa.inspect(db.engine)
     views = set(inspector.get_view_names(schema=db_schema))
-    writer = _Writer(engine, dialect, catalogue, db_schema, log, flavour)
+    writer = _Writer(db, catalogue, db_schema, log, flavour)
     names = _chosen(catalogue, views, tables, selection)
     header = (
         f"-- Publication triggers ({flavour} flavour) written by `xdspub triggers` "
@@ -281,22 +279,21 @@ class _Writer:
 
     def __init__(
         self,
-        engine: sa.Engine,
-        dialect: Dialect,
+        db: Database,
         catalogue: Catalogue,
         db_schema: str | None,
         log: EventLog,
         flavour: str,
     ) -> None:
-        self.sql = TRIGGER_SQL[dialect.sql_dir]
-        self.text = value_text_sql(engine, dialect)
-        self.skeleton = (resources.files("sql") / dialect.sql_dir / "trigger.sql").read_text("utf-8")
-        self.quote = sql_quote(engine)
-        self.name_limit = dialect.identifier_bytes
+        self.sql = TRIGGER_SQL[db.dialect.sql_dir]
+        self.text = value_text_sql(db)
+        self.skeleton = (resources.files("sql") / db.dialect.sql_dir / "trigger.sql").read_text("utf-8")
+        self.quote = sql_quote(db.engine)
+        self.name_limit = db.dialect.identifier_bytes
         self.catalogue, self.db_schema, self.flavour = catalogue, db_schema, flavour
-        self.collated = dialect.collated
-        self.equals = _collated_equality(engine, dialect, self.quote)
-        log_schema = dialect.schema_named(log.table.schema)
+        self.collated = db.dialect.collated
+        self.equals = _collated_equality(db, self.quote)
+        log_schema = db.dialect.schema_named(log.table.schema)
         checked("event log", log.table.name)
         for role in _WRITTEN:
             checked(f"event log {log.table.name!r}, column", log.by_role[role])
@@ -569,25 +566,25 @@ class _Writer:
         )
 
 
-def _collated_equality(engine: sa.Engine, dialect: Dialect, quote: Callable[[str], str]) -> str:
+def _collated_equality(db: Database, quote: Callable[[str], str]) -> str:
     """The operator a trigger compares collated keys with (Dialect.collated_equality_schema)."""
-    if dialect.collated_equality_schema is None:
+    if db.dialect.collated_equality_schema is None:
         return "="
-    with engine.connect() as conn:
-        schema = conn.execute(sa.text(dialect.collated_equality_schema)).scalar()
+    with db.engine.connect() as conn:
+        schema = conn.execute(sa.text(db.dialect.collated_equality_schema)).scalar()
     return "=" if schema is None else f"OPERATOR({quote(schema)}.=)"
 
 
-def value_text_sql(engine: sa.Engine, dialect: Dialect) -> Callable[[Column, str], str]:
+def value_text_sql(db: Database) -> Callable[[Column, str], str]:
     """A column's value, an SQL expression, as text as query-back reads it
     (source/query_back.py current_select): a BIT as its number, a zoned time in UTC
     (Dialect.utc_text), the rest CAST AS TEXT."""
-    sql = TRIGGER_SQL[dialect.sql_dir]
+    sql = TRIGGER_SQL[db.dialect.sql_dir]
 
     def text(column: Column, value: str) -> str:
-        if dialect.zoned(column.sql_type):
-            utc = dialect.utc_text(sa.literal_column(value))
-            return str(utc.compile(engine, compile_kwargs={"literal_binds": True}))
+        if db.dialect.zoned(column.sql_type):
+            utc = db.dialect.utc_text(sa.literal_column(value))
+            return str(utc.compile(db.engine, compile_kwargs={"literal_binds": True}))
         return sql.text.format(sql.bit_number.format(value) if is_bit(column.sql_type) else value)
 
     return text
