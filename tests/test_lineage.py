@@ -89,10 +89,10 @@ def test_the_lineage_names_the_right_document_for_every_row(database, record_nam
             ], catch_exceptions=False)
             assert exported.exit_code == 1, exported.output  # E rows
         settings = Settings(url, schema=schema, tables=("usr",))
-        database = connect(url)
-        classify = Classifier(published_catalogue(settings, database))
+        connected = connect(url)
+        classify = Classifier(published_catalogue(settings, connected))
         statuses = {r["record_id"]: r["status"] for r in _log_rows(url, prefix)[: len(rows)]}
-        database.engine.dispose()
+        connected.engine.dispose()
     finally:
         if database != "sqlite":  # a MariaDB schema is a database
             drop = "DROP SCHEMA IF EXISTS {} CASCADE" if database == "postgresql" else "DROP DATABASE IF EXISTS {}"
