@@ -233,9 +233,8 @@ def cli(debug: bool) -> None:
 @_option("--wake", is_flag=True,
          help="Also the event log's wake-up trigger: poll starts at once when rows are logged "
          "(PostgreSQL; serialises the commits of the transactions that log rows).")
-def init_db_command(
-    db_url: str, schema: str, log_table: str, sample: bool, triggers: str, wake: bool
-) -> None:
+def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, triggers: str,
+                    wake: bool) -> None:
     """Create the event log (and the sample schema); keeps what exists."""
     from publisher.source.database import connect
     from publisher.source.identifiers import UnsafeName
@@ -374,14 +373,8 @@ def _triggerless(options: dict[str, Any]) -> Any:
 @_option("--input", "input_path", help="Change file, or - for standard input (change formats).")
 @_option("--keys", multiple=True, metavar="TABLE=COL[+COL]",
          help="Key columns of a table, where the format does not name them.")
-def export(
-    out: str,
-    quiet: bool,
-    source: str,
-    input_path: str | None,
-    keys: tuple[str, ...],
-    **options: Any,
-) -> None:
+def export(out: str, quiet: bool, source: str, input_path: str | None, keys: tuple[str, ...],
+           **options: Any) -> None:
     """Publish every pending row once, as one cycle, then write the statuses; or every
     event of a change format (--source)."""
     from functools import partial
@@ -445,16 +438,8 @@ def export(
 @_option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_option("--no-wake", is_flag=True,
          help="Poll only every interval, even where the event log has the wake-up trigger.")
-def poll(
-    out: str,
-    interval: int,
-    heartbeat: float,
-    post_statements: str | None,
-    metrics_port: int | None,
-    log_format: str,
-    no_wake: bool,
-    **options: Any,
-) -> None:
+def poll(out: str, interval: int, heartbeat: float, post_statements: str | None,
+         metrics_port: int | None, log_format: str, no_wake: bool, **options: Any) -> None:
     """The polling service: publish what is pending every interval, until SIGTERM."""
     from publisher.service import logs
     from publisher.service.loop import PollingService, ServiceOptions

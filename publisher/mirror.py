@@ -361,9 +361,7 @@ def compare_mirror(settings: Settings, mirror: Path) -> Verification:
         connection.close()
 
 
-def _compared(
-    settings: Settings, db: Database, connection: sqlite3.Connection
-) -> Verification:
+def _compared(settings: Settings, db: Database, connection: sqlite3.Connection) -> Verification:
     catalogue = published_catalogue(settings, db)
     classes = catalogue.keyed_classes()
     differences: list[Difference] = []

@@ -122,9 +122,8 @@ def forbidden_position(text: str) -> int | None:
     return match.start() + 1 if match else None
 
 
-def xds_text(
-    value: str | bytes | None, xds_type: str, is_char: bool = False, time_form: str | None = None
-) -> str | None:
+def xds_text(value: str | bytes | None, xds_type: str, is_char: bool = False,
+             time_form: str | None = None) -> str | None:
     """The XDS text of a value of a column of ``xds_type`` (a time column: of ``time_form``);
     None stays None. InvalidValue when the value is not one of its type."""
     if value is None:

@@ -20,14 +20,8 @@ from publisher.source.dialects import EarlyStatusSql
 from publisher.source.event_log import EventLog
 
 
-def _write(
-    conn: sa.Connection,
-    log: EventLog,
-    ranges: Iterable[StatusRange],
-    delete_processed: bool,
-    was: str = Status.NEW,
-    *also: sa.ColumnElement[bool],
-) -> None:
+def _write(conn: sa.Connection, log: EventLog, ranges: Iterable[StatusRange],
+           delete_processed: bool, was: str = Status.NEW, *also: sa.ColumnElement[bool]) -> None:
     """``ranges``' letters on their rows whose status is ``was`` and of which ``also`` holds
     (or those rows deleted)."""
     record_id, status = log.column("record_id"), log.column("status")
@@ -48,9 +42,8 @@ def _write(
         conn.execute(delete, deletes)
 
 
-def write_statuses(
-    engine: sa.Engine, log: EventLog, ranges: Iterable[StatusRange], delete_processed: bool
-) -> None:
+def write_statuses(engine: sa.Engine, log: EventLog, ranges: Iterable[StatusRange],
+                   delete_processed: bool) -> None:
     with engine.begin() as conn:
         _write(conn, log, ranges, delete_processed)
 

@@ -121,10 +121,9 @@ def by_object(body: Passes, buckets: int) -> Bucketed:
     return rows
 
 
-def write_buckets(
-    rows: pa.RecordBatch, bucket: np.ndarray, buckets: int, files: dict[int, BucketFile],
-    new_file: Callable[[int], BucketFile],
-) -> np.ndarray:
+def write_buckets(rows: pa.RecordBatch, bucket: np.ndarray, buckets: int,
+                  files: dict[int, BucketFile],
+                  new_file: Callable[[int], BucketFile]) -> np.ndarray:
     """Each row of ``rows`` into the file of its ``bucket`` (made by ``new_file`` when
     ``files`` has none yet); how many rows went to each of the ``buckets``."""
     rows = rows.take(np.argsort(bucket, kind="stable"))

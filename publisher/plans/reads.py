@@ -80,12 +80,8 @@ def _jdbc(spark: SparkSession, query: JdbcQuery) -> DataFrame:
     )
 
 
-def state_frames(
-    spark: SparkSession,
-    wanted: Mapping[str, object],
-    catalogue: Catalogue,
-    read: ReadTable,
-) -> list[Frame]:
+def state_frames(spark: SparkSession, wanted: Mapping[str, object], catalogue: Catalogue,
+                 read: ReadTable) -> list[Frame]:
     """The reads of the current rows (rows.STATE) of the objects ``wanted`` names (table
     name -> their keys' values, None for too many to name; reduce/census.py), and of
     their tables' child tables, each with the body that gives its rows.STATE."""

@@ -69,10 +69,9 @@ def compare_in_driver(current: CurrentRows, table: Table, previous: pa.Table | N
     return ComparedClass(comparison.objects, comparison.failed, change_counts(changes), runs, comparison.state)
 
 
-def rendered_in_driver(
-    table: Table, schema: str, changes: pa.Table, first_ids: FirstIds, local_time: str | None,
-    self_references: Sequence[str], lineage: bool,
-) -> Rendered:
+def rendered_in_driver(table: Table, schema: str, changes: pa.Table, first_ids: FirstIds,
+                       local_time: str | None, self_references: Sequence[str],
+                       lineage: bool) -> Rendered:
     """A triggerless class's changes rendered here, numbered from ``first_ids``
     (reduce/objects.event_ids), as one sorted run in memory; with ``lineage``, their
     fates."""

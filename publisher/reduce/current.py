@@ -24,9 +24,8 @@ from publisher.reduce.query_back_state import child_cells, current_cells, curren
 from publisher.reduce.vectorised_state import StateColumns
 
 
-def current_pass(
-    catalogue: Catalogue, owner: Table, table: Table, vectorised: bool = True
-) -> Passes:
+def current_pass(catalogue: Catalogue, owner: Table, table: Table,
+                 vectorised: bool = True) -> Passes:
     """mapInArrow body over the rows read of ``table``, the class ``owner`` itself or one of
     its child tables (as Table.children gives them): rows.STATE, rows of no object
     dropped. A child table's rows give their class's multi-valued cells. Column by column

@@ -10,9 +10,8 @@ import pyarrow.compute as pc
 LOOPBACK = "loopback"  # the rule the lineage record names for such a row
 
 
-def loopback_user(
-    publisher_user: str | None, url_user: str | None, allow_loopback: bool
-) -> str | None:
+def loopback_user(publisher_user: str | None, url_user: str | None,
+                  allow_loopback: bool) -> str | None:
     """The perpetrator whose rows are loopback (Publisher User, else the database URL's
     user); None when no row is."""
     return None if allow_loopback else (publisher_user or url_user)

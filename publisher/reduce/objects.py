@@ -133,9 +133,8 @@ def _first_error(errors: list[pa.Array], rows: int) -> pa.Array:
     return pc.coalesce(*errors) if errors else pa.nulls(rows, pa.string())
 
 
-def current_objects(
-    catalogue: Catalogue, table: Table, rows: pa.Table, children: dict[str, pa.Table]
-) -> pa.Table:
+def current_objects(catalogue: Catalogue, table: Table, rows: pa.Table,
+                    children: dict[str, pa.Table]) -> pa.Table:
     """The class's objects now (current_schema), unordered: ``rows`` its table's rows and
     ``children`` each child table's (Table.children), as source/query_back.py reads them."""
     objects = parent_objects(catalogue, table)
@@ -511,9 +510,8 @@ def with_forward_references_split(table: Table, changes: pa.Table, forward: Sequ
     return pa.concat_tables([changes.filter(pa.array(~holds)), replaced, gives])
 
 
-def commands(
-    table: Table, schema: str, changes: pa.Table, ids: np.ndarray, local_time: str | None
-) -> Iterator[Command]:
+def commands(table: Table, schema: str, changes: pa.Table, ids: np.ndarray,
+             local_time: str | None) -> Iterator[Command]:
     """The commands of one class's changes, in the changes' order, each with its event-id
     from ``ids`` (event_ids)."""
     names = attributes(table)

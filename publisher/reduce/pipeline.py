@@ -40,13 +40,8 @@ _OBJECT_ORDER = [
 ]
 
 
-def classify_rows(
-    catalogue: Catalogue,
-    loopback_user: str | None,
-    future_events: bool,
-    max_value_length: int | None,
-    vectorised: bool = True,
-) -> Passes:
+def classify_rows(catalogue: Catalogue, loopback_user: str | None, future_events: bool,
+                  max_value_length: int | None, vectorised: bool = True) -> Passes:
     """mapInArrow body over the pending rows (rows.PENDING): rows.CLASSIFIED.
     The common rows are classified with pyarrow (vectorised.FastPath), the others by the
     rules; ``vectorised=False`` sends every row to the rules (the tests compare the two)."""

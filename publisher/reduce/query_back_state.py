@@ -58,9 +58,8 @@ def current_match(table: Table, key_names: Sequence[str], row: Mapping[str, Valu
     return None if texts is None else match_text(texts)
 
 
-def current_key(
-    table: Table, key_names: Sequence[str], row: Mapping[str, Value], names: Sequence[str]
-) -> str | None:
+def current_key(table: Table, key_names: Sequence[str], row: Mapping[str, Value],
+                names: Sequence[str]) -> str | None:
     """The canonical key of the object a current row belongs to, its ``key_names`` values
     named ``names`` (its class's key columns: a child table's link columns stand for them);
     None as for current_match. It is the canonical key of that object's events, so the row
@@ -78,10 +77,8 @@ def name_error(label: str) -> str | None:
     return reason_text(f"column name {label} has a character XML 1.0 cannot carry at position {position}")
 
 
-def current_cells(
-    catalogue: Catalogue, table: Table, key_names: Sequence[str], row: Mapping[str, Value],
-    prefix: str = "",
-) -> list[CurrentCell]:
+def current_cells(catalogue: Catalogue, table: Table, key_names: Sequence[str],
+                  row: Mapping[str, Value], prefix: str = "") -> list[CurrentCell]:
     """The row's non-key cells in table order, each with its XDS text or its error; each
     cell's name is ``prefix`` and its column's."""
     cells = []
@@ -120,9 +117,7 @@ def _current_text(catalogue: Catalogue, column: Column, value: Value) -> str | N
     return reference_text(value, catalogue.referenced(column), catalogue.schema)
 
 
-def child_cells(
-    catalogue: Catalogue, child: Table, row: Mapping[str, Value]
-) -> list[CurrentCell]:
+def child_cells(catalogue: Catalogue, child: Table, row: Mapping[str, Value]) -> list[CurrentCell]:
     """A child table's row (``child`` as Table.children gives it) as the cells of its
     class's multi-valued attributes, one per value column, named child_table.column (a
     view's own: the attribute alone)."""

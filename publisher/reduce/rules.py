@@ -26,12 +26,7 @@ from publisher.model.commands import (
 )
 from publisher.model.policy import column_text
 from publisher.model.statuses import Status, reason_text, shown_value
-from publisher.model.value_text import (
-    DN,
-    InvalidValue,
-    forbidden_position,
-    key_text,
-)
+from publisher.model.value_text import (DN, InvalidValue, forbidden_position, key_text)
 from publisher.reduce.references import Creations, created_between, referenced_values
 
 _TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")
@@ -168,9 +163,8 @@ class Classifier:
             return reference_text(raw, self.catalogue.referenced(column), self.catalogue.schema)
         return column_text(raw, column)
 
-    def _class_of(
-        self, table_name: str, column_name: str | None
-    ) -> tuple[Table, str | None, dict[str, str]]:
+    def _class_of(self, table_name: str,
+                  column_name: str | None) -> tuple[Table, str | None, dict[str, str]]:
         """The class a row names, the attribute its column_name names, and how the row's
         key names map to the class's: a child table stands for its parent's class, its
         bare column for ``child_table.column`` (docs/classes.md, Child tables); a view
@@ -199,9 +193,8 @@ class Classifier:
         if limit is not None and text is not None and len(text) > limit:
             raise Rejected(f"{name} is longer than {limit} characters")
 
-    def _checked_key(
-        self, table: Table, named: KeyPairs, link: dict[str, str]
-    ) -> tuple[KeyPairs, str]:
+    def _checked_key(self, table: Table, named: KeyPairs,
+                     link: dict[str, str]) -> tuple[KeyPairs, str]:
         """The key's canonical pairs (in the table's key order) and its text; Rejected if
         the key does not name exactly the table's key columns (a child table's link
         columns name them by ``link``)."""
@@ -224,10 +217,8 @@ def _key_value(column: Column, value: str) -> str:
         raise Rejected(f"table_key value {shown_value(exc.value)} of {column.name} {exc.reason}") from None
 
 
-def object_commands(
-    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses,
-    creations: Creations | None = None,
-) -> list[Command]:
+def object_commands(table: Table, schema: str, events: list[Event], read: ReadBack,
+                    statuses: Statuses, creations: Creations | None = None) -> list[Command]:
     """One object's live events, in processing order, as its commands (docs/reduction.md);
     every event's status into ``statuses``. A modify left without attributes is not sent
     (e.g. a query-back of a vanished row). ``creations``: where the objects a reference
@@ -236,10 +227,8 @@ def object_commands(
     return [command for command, _ in runs if command]
 
 
-def object_runs(
-    table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses,
-    creations: Creations | None = None,
-) -> list[tuple[Command | None, list[Event]]]:
+def object_runs(table: Table, schema: str, events: list[Event], read: ReadBack, statuses: Statuses,
+                creations: Creations | None = None) -> list[tuple[Command | None, list[Event]]]:
     """object_commands with the events each command carries; None for a run whose modify
     has no attribute and is not sent (its events publish nothing)."""
     runs = []
@@ -259,10 +248,8 @@ def object_runs(
     return runs
 
 
-def _runs(
-    table: Table, events: list[Event], read: ReadBack, statuses: Statuses,
-    creations: Creations | None = None,
-) -> list[tuple[CommandKind, list[Event]]]:
+def _runs(table: Table, events: list[Event], read: ReadBack, statuses: Statuses,
+          creations: Creations | None = None) -> list[tuple[CommandKind, list[Event]]]:
     """Precedence over one object's live events: every event's status into ``statuses``,
     and the runs of one command kind that remain, cut where a reference needs it."""
     deletes = [i for i, e in enumerate(events) if e.event_type == ev.EventType.DELETE_ROW]
@@ -430,9 +417,8 @@ def _attrs_of(table: Table, kind: CommandKind, run: list[Event]) -> tuple[Attr, 
     return tuple(attrs)
 
 
-def _current_attributes(
-    table: Table, cells: list[Cell]
-) -> dict[str, tuple[str, tuple[str, ...], bool]]:
+def _current_attributes(table: Table,
+                        cells: list[Cell]) -> dict[str, tuple[str, tuple[str, ...], bool]]:
     """The current values read back by attribute, in the class's order: its non-key
     columns' cells as read, then each multi-valued attribute's values, sorted and once
     each (docs/classes.md, Child tables; a child table's value in none of its rows is none)."""

@@ -37,9 +37,8 @@ def merge_runs(runs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def status_ranges(
-    runs: Iterable[tuple[int, int]], exceptions: Iterable[tuple[int, str]]
-) -> list[StatusRange]:
+def status_ranges(runs: Iterable[tuple[int, int]],
+                  exceptions: Iterable[tuple[int, str]]) -> list[StatusRange]:
     """The runs of rows read, S but where ``exceptions`` (record_id, letter; sorted by
     record_id, each inside a run) say otherwise; neighbours with one letter joined."""
     ranges: list[StatusRange] = []

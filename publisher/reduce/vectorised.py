@@ -98,13 +98,8 @@ class FastPath:
     """Splits a batch of pending rows (rows.PENDING) into the classified common rows
     (rows.CLASSIFIED) and the rest, for rules.Classifier."""
 
-    def __init__(
-        self,
-        catalogue: Catalogue,
-        loopback_user: str | None,
-        future_events: bool,
-        max_value_length: int | None,
-    ) -> None:
+    def __init__(self, catalogue: Catalogue, loopback_user: str | None, future_events: bool,
+                 max_value_length: int | None) -> None:
         self.tables = {
             name: _TableShape(t)
             for name, t in catalogue.tables.items()
@@ -146,9 +141,8 @@ class FastPath:
                 rest[where[common.to_numpy(zero_copy_only=False)]] = False
         return done, batch.filter(pa.array(rest))
 
-    def _value_is_text(
-        self, value: pa.Array, needed: pa.Array, column: pa.Array, shape: _TableShape
-    ) -> pa.Array:
+    def _value_is_text(self, value: pa.Array, needed: pa.Array, column: pa.Array,
+                       shape: _TableShape) -> pa.Array:
         """Where the value is not rendered, or is NULL, or is already its XDS text."""
         own = pa.array([False] * len(value), pa.bool_())
         for pattern, names in shape.as_is.items():

@@ -14,9 +14,8 @@ from publisher.reduce.objects import commands
 from publisher.render.xds import command_xml
 
 
-def rendered_changes(
-    table: Table, schema: str, changes: pa.Table, ids: np.ndarray, local_time: str | None
-) -> Iterator[pa.RecordBatch]:
+def rendered_changes(table: Table, schema: str, changes: pa.Table, ids: np.ndarray,
+                     local_time: str | None) -> Iterator[pa.RecordBatch]:
     """Each change's command (event-ids ``ids``, reduce/objects.event_ids) as rows.COMMANDS,
     in event-id order, a slice of the changes at a time: a caller writes them as they come
     (delivery/ordered.write_ordered), holding none but the slice."""

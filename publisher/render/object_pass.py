@@ -132,11 +132,9 @@ class _Fates:
         return pa.RecordBatch.from_arrays(columns, schema=REDUCED.arrow)
 
 
-def object_outcome(
-    catalogue: Catalogue, obj: tuple[str, str], cells: list | None, events: list[Event],
-    unread: Unread = NOTHING_UNREAD,
-    creations: Creations | None = None,
-) -> tuple[Rendered | None, Statuses]:
+def object_outcome(catalogue: Catalogue, obj: tuple[str, str], cells: list | None,
+                   events: list[Event], unread: Unread = NOTHING_UNREAD,
+                   creations: Creations | None = None) -> tuple[Rendered | None, Statuses]:
     """One object's runs (rules.object_runs, cut by the cycle's ``creations``), each
     command with its XML, and every event's status; whatever fails for the object fails
     its rows alone (runs None, every row E), its current rows that could not be read
@@ -155,12 +153,8 @@ def object_outcome(
         return None, {e.record_id: (Status.ERROR, reason) for e in events}
 
 
-def object_pass(
-    catalogue: Catalogue,
-    lineage: bool = False,
-    unread: Unread = NOTHING_UNREAD,
-    creations: Creations | None = None,
-) -> Passes:
+def object_pass(catalogue: Catalogue, lineage: bool = False, unread: Unread = NOTHING_UNREAD,
+                creations: Creations | None = None) -> Passes:
     """mapInArrow body over rows.OBJECT_ROWS: rows.REDUCED, with each live row's fate when
     ``lineage``; the objects ``unread`` names E; ``creations``: the census's, for the
     order of references (reduce/references.py)."""

@@ -140,14 +140,8 @@ def even_ranges(low: int, high: int, parts: int) -> list[tuple[int, int]]:
     return [(start, min(start + size - 1, high)) for start in range(low, high + 1, size)]
 
 
-def copy_ranges(
-    engine: sa.Engine,
-    query: sa.Select,
-    schema: pa.Schema,
-    column: str,
-    ranges: list[tuple[int, int]],
-    hex_columns: tuple[str, ...] = (),
-) -> CopyRanges:
+def copy_ranges(engine: sa.Engine, query: sa.Select, schema: pa.Schema, column: str,
+                ranges: list[tuple[int, int]], hex_columns: tuple[str, ...] = ()) -> CopyRanges:
     """``query`` read in ``ranges`` (inclusive) of its integer ``column``; ``hex_columns``
     are binary."""
     sql = jdbc_sql(query, engine)

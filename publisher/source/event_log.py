@@ -119,9 +119,8 @@ def pending_bounds(db: Database, log: EventLog, settings: Settings) -> PendingBo
     return PendingBounds(rows, low, high)
 
 
-def pending_read(
-    db: Database, log: EventLog, settings: Settings, bounds: PendingBounds, parts: int
-) -> CopyRanges | JdbcQuery:
+def pending_read(db: Database, log: EventLog, settings: Settings, bounds: PendingBounds,
+                 parts: int) -> CopyRanges | JdbcQuery:
     """The cycle's pending rows for the Python workers to read: in ``parts`` record_id
     ranges by COPY (source/copy_read.py) where the database has it, else through Spark's
     JDBC source, in record_id ranges when they are many. The cycle reads them once (into
@@ -134,18 +133,16 @@ def pending_read(
     return jdbc_query(db, pending_select(log, db.dialect, settings), PENDING.arrow, split)
 
 
-def _pending_ranges(
-    db: Database, log: EventLog, settings: Settings, bounds: PendingBounds, parts: int
-) -> CopyRanges | None:
+def _pending_ranges(db: Database, log: EventLog, settings: Settings, bounds: PendingBounds,
+                    parts: int) -> CopyRanges | None:
     if not db.dialect.copy_reads or not bounds.rows:
         return None
     ranges = even_ranges(bounds.low, bounds.high, parts)
     return copy_ranges(db.engine, pending_select(log, db.dialect, settings), PENDING.arrow, "record_id", ranges)
 
 
-def pending_rows(
-    db: Database, log: EventLog, settings: Settings, bounds: PendingBounds
-) -> pa.Table:
+def pending_rows(db: Database, log: EventLog, settings: Settings,
+                 bounds: PendingBounds) -> pa.Table:
     """The cycle's pending rows (rows.PENDING) read by the driver, for a cycle of few rows:
     with COPY where the database has it, as the Python workers read a big cycle's."""
     ranges = _pending_ranges(db, log, settings, bounds, 1)
@@ -170,9 +167,8 @@ def _pending_value(name: str, value: object) -> object:
     return float(value) if name == "event_order" else database_text(value)
 
 
-def chosen_rows(
-    db: Database, log: EventLog, settings: Settings, record_ids: Sequence[int], pending: bool
-) -> tuple[pa.Table, dict[int, str | None]]:
+def chosen_rows(db: Database, log: EventLog, settings: Settings, record_ids: Sequence[int],
+                pending: bool) -> tuple[pa.Table, dict[int, str | None]]:
     """The rows ``xdspub explain`` looks at (rows.PENDING): those of ``record_ids`` whatever
     their status, and the pending ones with ``pending``; and each one's status as logged."""
     c = log.column

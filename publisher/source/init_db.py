@@ -20,14 +20,8 @@ from publisher.source.triggers import trigger_script
 SAMPLE_TABLES = ("usr", "grp", "usr_phone", "usr_mbr_of")
 
 
-def init_db(
-    db: Database,
-    schema: str,
-    log_table: str,
-    sample: bool,
-    flavour: str,
-    wake: bool = False,
-) -> list[str]:
+def init_db(db: Database, schema: str, log_table: str, sample: bool, flavour: str,
+            wake: bool = False) -> list[str]:
     """Run the scripts (with ``wake`` the event log's wake-up trigger too), then (with
     ``sample``, unless ``flavour`` is none) install the sample's triggers; returns what
     ran. UnsafeName for a schema or event log name holding a control character."""

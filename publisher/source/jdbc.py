@@ -78,12 +78,8 @@ class JdbcQuery:
         return min(max(1, self.split[3] // ROWS_PER_PARTITION), 4 * cores)
 
 
-def jdbc_query(
-    db: Database,
-    query: sa.Select,
-    schema: pa.Schema,
-    split: tuple[str, int, int, int] | None = None,
-) -> JdbcQuery:
+def jdbc_query(db: Database, query: sa.Select, schema: pa.Schema,
+               split: tuple[str, int, int, int] | None = None) -> JdbcQuery:
     """``query`` for Spark's JDBC source, its columns ``schema``; ``split``: (column,
     lowest, highest, rows) to read in ranges of an integer column."""
     url = db.engine.url

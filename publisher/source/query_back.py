@@ -30,14 +30,8 @@ Rows = TypeVar("Rows")
 CHECKED_ROWS = 10_000  # rows held at a time by current_check
 
 
-def current_select(
-    dialect: Dialect,
-    table: Table,
-    schema: str | None,
-    key_names: Sequence[str],
-    wanted: Sequence[Sequence[str]] | None,
-    raw: str | None = None,
-) -> sa.Select:
+def current_select(dialect: Dialect, table: Table, schema: str | None, key_names: Sequence[str],
+                   wanted: Sequence[Sequence[str]] | None, raw: str | None = None) -> sa.Select:
     """The rows of ``table`` whose ``key_names`` hold one of ``wanted`` (key texts), or
     every row when ``wanted`` is None. ``raw``: a column selected as it is, not as text
     (the integer column a partitioned read splits on). Each column is named as its
@@ -128,14 +122,9 @@ class _KeyMatch:
         return sa.cast(sa.literal(text, sa.Text()), self.sql_type)
 
 
-def current_read(
-    db: Database,
-    catalogue: Catalogue,
-    table: Table,
-    key_names: Sequence[str],
-    wanted: list[tuple[str, ...]] | None,
-    parts: Callable[[int], int],
-) -> CopyRanges | JdbcQuery:
+def current_read(db: Database, catalogue: Catalogue, table: Table, key_names: Sequence[str],
+                 wanted: list[tuple[str, ...]] | None,
+                 parts: Callable[[int], int]) -> CopyRanges | JdbcQuery:
     """``current_select`` for the Python workers to read (its columns ``current_table``'s):
     a whole table with an integer key in ``parts(rows)`` ranges of it, by COPY where the
     database has it (source/copy_read.py); anything else through Spark's JDBC source."""
@@ -151,9 +140,8 @@ def current_read(
     return copy_ranges(db.engine, query, _arrow_schema(table), column, ranges, octets)
 
 
-def _split(
-    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str]
-) -> tuple[str, int, int, int] | None:
+def _split(engine: sa.Engine, schema: str | None, table: Table,
+           key_names: Sequence[str]) -> tuple[str, int, int, int] | None:
     """(key column, lowest, highest, rows) of a table whose first key column is an integer,
     to read it in ranges; None for any other table, an empty one, or one holding a key
     past a signed 64-bit integer."""
@@ -175,9 +163,8 @@ def _arrow_schema(table: Table) -> pa.Schema:
     )
 
 
-def current_table(
-    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str], wanted: list | None
-) -> pa.Table:
+def current_table(engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str],
+                  wanted: list | None) -> pa.Table:
     """``current_select`` read by the driver, for a cycle of few rows: the same columns as
     ``current_read``'s, every one a string, binary ones bytes. ``schema``: the schema the
     table is in, where the database has schemas."""
@@ -192,9 +179,8 @@ def current_table(
     )
 
 
-def current_check(
-    engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str], wanted: list | None
-) -> None:
+def current_check(engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str],
+                  wanted: list | None) -> None:
     """``current_select`` read by the driver and let go as it comes, a whole table too:
     whether the database reads it at all (DBAPIError when it refuses)."""
     with engine.connect() as conn:
@@ -237,9 +223,8 @@ def _value(value: object, kind: pa.DataType) -> object:
     return value if kind == pa.binary() else database_text(value)
 
 
-def isolated(
-    read: Callable[[list | None], Rows], table: Table, keyed: list | None
-) -> tuple[list[Rows], dict[tuple[str, ...] | None, str]]:
+def isolated(read: Callable[[list | None], Rows], table: Table,
+             keyed: list | None) -> tuple[list[Rows], dict[tuple[str, ...] | None, str]]:
     """``read(keyed)``; when the database refuses it, ``read([key])`` for each key alone,
     so that a batch's failure is its objects' (docs/statuses.md, Read failures): what was
     read, and why each key still refused was (the key None: the whole ``table``, whose

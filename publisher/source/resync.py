@@ -91,13 +91,8 @@ class ResyncReport:
         return f"resync ({how}): {self.logged:,} type 5 events logged: {each}{then}"
 
 
-def resync(
-    db: Database,
-    settings: Settings,
-    chunk: int,
-    restart: bool,
-    progress: RowProgress,
-) -> ResyncReport:
+def resync(db: Database, settings: Settings, chunk: int, restart: bool,
+           progress: RowProgress) -> ResyncReport:
     """Log a type 5 event for every object of the selected classes (settings.tables; none:
     every keyed class), resuming the pass an earlier run left unfinished unless
     ``restart``. UnknownTable for a name that is no keyed class."""
@@ -196,9 +191,7 @@ class _Passes:
 class _Chunks:
     """One class's objects, logged chunk by chunk in key order."""
 
-    def __init__(
-        self, db: Database, log: EventLog, table: Table, db_schema: str | None
-    ) -> None:
+    def __init__(self, db: Database, log: EventLog, table: Table, db_schema: str | None) -> None:
         self.engine, self.name, self.table, self.db_schema = db.engine, table.name, table, db_schema
         checked("table", table.name)
         for key in table.key_columns:
@@ -228,9 +221,8 @@ class _Chunks:
         # A view's key may hold several rows (one per multi-valued value): one event each.
         self.events = events if table.key_is_primary else events.group_by(*self.keys)
 
-    def run(
-        self, passes: _Passes, last_key: str | None, chunk: int, count: ClassCount, progress: RowProgress
-    ) -> None:
+    def run(self, passes: _Passes, last_key: str | None, chunk: int, count: ClassCount,
+            progress: RowProgress) -> None:
         last = None if last_key is None else self._values(last_key)
         total = None
         if progress.shown:

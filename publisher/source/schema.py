@@ -48,9 +48,8 @@ def _is_boolean(sql_type: sa.types.TypeEngine) -> bool:
     )
 
 
-def xds_type_of(
-    sql_type: sa.types.TypeEngine, time_syntax: int = value_text.TimeSyntax.INTEGER
-) -> tuple[str, bool, str | None]:
+def xds_type_of(sql_type: sa.types.TypeEngine,
+                time_syntax: int = value_text.TimeSyntax.INTEGER) -> tuple[str, bool, str | None]:
     """(XDS value type, is CHAR(n), time_form) of a reflected column type; a date, time or
     timestamp column's type and form follow ``time_syntax``."""
     if _is_boolean(sql_type):
@@ -125,12 +124,8 @@ def published_catalogue(settings: Settings, db: Database) -> Catalogue:
     return catalogue.selected(settings.tables) if settings.tables else catalogue
 
 
-def reflect_catalogue(
-    db: Database,
-    schema: str,
-    log_table: str,
-    time_syntax: int = value_text.TimeSyntax.INTEGER,
-) -> Catalogue:
+def reflect_catalogue(db: Database, schema: str, log_table: str,
+                      time_syntax: int = value_text.TimeSyntax.INTEGER) -> Catalogue:
     """Every class of the schema (docs/classes.md): its tables and views but the event log
     and the tables xdspub keeps beside it (SQLite: of the main database), each with its
     references and child tables; its time columns published under ``time_syntax``
@@ -180,9 +175,8 @@ def reflect_catalogue(
     return Catalogue(schema, tables, child_tables)
 
 
-def _driver_form(
-    view: str, columns: tuple[Column, ...], keys: tuple[str, ...]
-) -> tuple[tuple[Column, ...], tuple[MultiValued, ...]]:
+def _driver_form(view: str, columns: tuple[Column, ...],
+                 keys: tuple[str, ...]) -> tuple[tuple[Column, ...], tuple[MultiValued, ...]]:
     """A view's columns as the attributes their names declare (view_column): its single-
     valued ones, and its multi-valued ones read from the view itself by its key;
     ConfigError when two columns declare one attribute."""
@@ -212,9 +206,8 @@ def _driver_form(
 class _Shapes:
     """What the constraints make of the reflected tables (docs/classes.md, What a class is)."""
 
-    def __init__(
-        self, reflected: dict[str, _Reflected], db_schema: str | None, time_syntax: int
-    ) -> None:
+    def __init__(self, reflected: dict[str, _Reflected], db_schema: str | None,
+                 time_syntax: int) -> None:
         self.reflected, self.db_schema, self.time_syntax = reflected, db_schema, time_syntax
 
     def _target(self, fk: dict[str, Any]) -> tuple[str, _Reflected | None]:
@@ -249,9 +242,8 @@ class _Shapes:
         link = tuple(by_parent[key] for key in parent.primary_key)
         return name, link, set(link)
 
-    def column(
-        self, table: _Reflected, ordinal: int, reflected: dict[str, Any], any_null: bool = False
-    ) -> Column:
+    def column(self, table: _Reflected, ordinal: int, reflected: dict[str, Any],
+               any_null: bool = False) -> Column:
         """A column: a reference when a foreign key of its own names a primary key (a
         parent's column must be nullable; ``any_null`` for a child's), or names a table
         that is not a class (its events are then E)."""

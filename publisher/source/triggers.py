@@ -168,15 +168,9 @@ class TriggerScript:
     duplicable: list[str]
 
 
-def trigger_script(
-    db: Database,
-    schema: str,
-    log_table: str,
-    tables: Sequence[str] | None,
-    flavour: str,
-    selection: Sequence[str] = (),
-    excluded: Sequence[str] = (),
-) -> TriggerScript:
+def trigger_script(db: Database, schema: str, log_table: str, tables: Sequence[str] | None,
+                   flavour: str, selection: Sequence[str] = (),
+                   excluded: Sequence[str] = ()) -> TriggerScript:
     """The DDL of the publication triggers of the classes ``selection`` with their child
     tables and of ``tables`` alone (neither: every table that is a class or a child
     table), in ``flavour``, logging none of the ``excluded`` columns (TABLE.COLUMN,
@@ -205,9 +199,8 @@ def trigger_script(
     return TriggerScript("\n".join(scripts), unindexed, duplicable)
 
 
-def _chosen(
-    catalogue: Catalogue, views: set[str], tables: Sequence[str] | None, selection: Sequence[str]
-) -> list[str]:
+def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None,
+            selection: Sequence[str]) -> list[str]:
     """The tables to give triggers: the classes of ``selection`` (--tables) with their child
     tables, and ``tables`` (--table), each a keyed class table or a child table; without
     either, every one of them."""
@@ -223,9 +216,8 @@ def _chosen(
     return list(dict.fromkeys([*picked.tables, *picked.child_tables, *(tables or ())]))
 
 
-def _unindexed(
-    inspector: sa.Inspector, db_schema: str | None, tables: Sequence[str], quote: Callable[[str], str]
-) -> list[str]:
+def _unindexed(inspector: sa.Inspector, db_schema: str | None, tables: Sequence[str],
+               quote: Callable[[str], str]) -> list[str]:
     """The foreign keys of ``tables`` that no index (primary key and unique constraints
     included) leads with."""
     found = []
@@ -246,10 +238,8 @@ def _unindexed(
     return found
 
 
-def _duplicable(
-    inspector: sa.Inspector, db_schema: str | None, catalogue: Catalogue, tables: Sequence[str],
-    quote: Callable[[str], str],
-) -> list[str]:
+def _duplicable(inspector: sa.Inspector, db_schema: str | None, catalogue: Catalogue,
+                tables: Sequence[str], quote: Callable[[str], str]) -> list[str]:
     """The child tables among ``tables`` where two rows may give one parent the same value:
     for one of its attributes, no primary key or unique key (constraint or index) lies
     within the link columns and the attribute's column."""
@@ -277,14 +267,8 @@ def _duplicable(
 class _Writer:
     """The triggers of one schema, flavour and database."""
 
-    def __init__(
-        self,
-        db: Database,
-        catalogue: Catalogue,
-        db_schema: str | None,
-        log: EventLog,
-        flavour: str,
-    ) -> None:
+    def __init__(self, db: Database, catalogue: Catalogue, db_schema: str | None, log: EventLog,
+                 flavour: str) -> None:
         self.sql = TRIGGER_SQL[db.dialect.sql_dir]
         self.text = value_text_sql(db)
         self.skeleton = (resources.files("sql") / db.dialect.sql_dir / "trigger.sql").read_text("utf-8")
@@ -352,9 +336,8 @@ class _Writer:
             _Trigger(table.name, "DELETE", f"{shown}, deleted rows: type 4", (_Event("OLD", 4),), table),
         ]
 
-    def _queried_back(
-        self, table: Table, values: list[Column], pairs: Sequence[tuple[str, str]]
-    ) -> tuple[_Event, ...]:
+    def _queried_back(self, table: Table, values: list[Column],
+                      pairs: Sequence[tuple[str, str]]) -> tuple[_Event, ...]:
         """The type 6 of an update that keeps the key; with excluded columns, only when a
         column still published changed (none: no type 6), so that a change of an
         excluded column alone logs nothing."""
@@ -454,9 +437,8 @@ class _Writer:
         match = self._match(pairs, "p", side, self._key_types(parent))
         return f"EXISTS (SELECT 1 FROM {self.qualified(parent.name)} AS p WHERE {match})"
 
-    def _match(
-        self, pairs: Sequence[tuple[str, str]], alias: str, side: str, types: Sequence[object]
-    ) -> str:
+    def _match(self, pairs: Sequence[tuple[str, str]], alias: str, side: str,
+               types: Sequence[object]) -> str:
         """``alias``'s columns equal the ``side`` row's, each pair (alias's, side's) compared
         as its type (``types``) compares: a collated key by the type's own equality
         (_collated_equality)."""
@@ -491,9 +473,8 @@ class _Writer:
         key = f"p.{self.quote(named.key_named_by(column.name))}"
         return self.text(column, self._named(named, [column.sql_type], side, key, value))
 
-    def _named(
-        self, named: ForeignKey, types: Sequence[object], side: str, selected: str, otherwise: str
-    ) -> str:
+    def _named(self, named: ForeignKey, types: Sequence[object], side: str, selected: str,
+               otherwise: str) -> str:
         """``selected`` of the row that the ``side`` row names (as ``p``; ``types``: its key
         columns'), or ``otherwise`` when it names none: where a key's text collates, 'abc'
         names the row of 'ABC', and the reference is published as the key that row holds
@@ -590,14 +571,9 @@ def value_text_sql(db: Database) -> Callable[[Column, str], str]:
     return text
 
 
-def table_key_sql(
-    sql: TriggerSql,
-    quote: Callable[[str], str],
-    text_of: Callable[[Column, str], str],
-    table: Table,
-    row: str,
-    link: Sequence[str] | None = None,
-) -> str:
+def table_key_sql(sql: TriggerSql, quote: Callable[[str], str],
+                  text_of: Callable[[Column, str], str], table: Table, row: str,
+                  link: Sequence[str] | None = None) -> str:
     """The table_key of ``table``'s object as an SQL expression over ``row`` (a trigger's
     OLD or NEW, or a query's alias), canonical (docs/table-key.md, Canonical form):
     ``col=value`` pairs in its key order joined by ``+``, read from the ``link`` columns of

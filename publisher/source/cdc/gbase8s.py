@@ -293,9 +293,8 @@ class RecordDecoder:
         )
 
 
-def _checked_kind(
-    offset: int, header_size: int, payload_size: int, scheme: int, number: int
-) -> tuple[str, int, _Parser] | None:
+def _checked_kind(offset: int, header_size: int, payload_size: int, scheme: int,
+                  number: int) -> tuple[str, int, _Parser] | None:
     """The record kind of a common header (None for an unknown number), if the header is
     sound for it."""
     if scheme != PACKET_SCHEME:
@@ -605,12 +604,8 @@ class RecordTransactions:
     records, and a BEGINTX's fields each): the record that would take them past it is an
     error naming its transaction (docs/change-formats.md, Errors)."""
 
-    def __init__(
-        self,
-        tables: Mapping[int, str],
-        keys: Mapping[str, Sequence[str]],
-        max_buffered_bytes: int = MAX_BUFFERED_BYTES,
-    ) -> None:
+    def __init__(self, tables: Mapping[int, str], keys: Mapping[str, Sequence[str]],
+                 max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> None:
         for name, columns in keys.items():
             if not columns:
                 raise ConfigError(f"table {name!r} has no key columns configured")
@@ -764,13 +759,9 @@ class RecordTransactions:
         )
 
 
-def read_changes(
-    stream: BinaryIO,
-    tables: Mapping[int, str],
-    keys: Mapping[str, Sequence[str]],
-    chunk_size: int = 1 << 16,
-    max_buffered_bytes: int = MAX_BUFFERED_BYTES,
-) -> Iterator[ChangeEvent]:
+def read_changes(stream: BinaryIO, tables: Mapping[int, str], keys: Mapping[str, Sequence[str]],
+                 chunk_size: int = 1 << 16,
+                 max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> Iterator[ChangeEvent]:
     """The events of a CDC stream (a binary file or pipe), a committed transaction at a
     time; see ``RecordTransactions`` for ``tables``, ``keys``, ``max_buffered_bytes`` and
     the mapping."""

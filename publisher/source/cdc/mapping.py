@@ -134,9 +134,8 @@ def row_key(table: str, key_columns: Sequence[str], image: Image, role: ImageRol
     return tuple(key)
 
 
-def row_change_events(
-    change: RowChange, order: tuple, *, numbered: bool = True
-) -> list[ChangeEvent]:
+def row_change_events(change: RowChange, order: tuple, *,
+                      numbered: bool = True) -> list[ChangeEvent]:
     """The events of one row change, in event order, each with ``order`` followed by its
     position within the change (``numbered``) or ``order`` alone (the format orders its
     records and a record's events keep their emission order). Raises KeyValueMissing and
@@ -207,9 +206,8 @@ class NoEventLogText(ValueError):
     finite (its text would be a guess: fail loudly)."""
 
 
-def event_log_text(
-    value: object, *, single_precision: bool = False, timespec: str = "auto"
-) -> str | None:
+def event_log_text(value: object, *, single_precision: bool = False,
+                   timespec: str = "auto") -> str | None:
     """A source value as the event log holds it; None (NULL) stays None.
 
     Text as it is; booleans true/false; binary in Base64; integers in digits; decimals in

@@ -374,10 +374,8 @@ class RecordReassembler:
             )
         return start
 
-    def _joined(
-        self, sequence: int, column: str, head: Mapping[str, object] | None,
-        rest: Mapping[str, object] | None,
-    ) -> object:
+    def _joined(self, sequence: int, column: str, head: Mapping[str, object] | None,
+                rest: Mapping[str, object] | None) -> object:
         """A field split by ``_Fragment``: its beginning and its rest, joined."""
         assert head is not None and rest is not None  # rows without values are refused first
         first, second = head[column], rest[column]
@@ -422,10 +420,8 @@ def _require(table: sa.Table, columns: Iterable[str]) -> None:
         raise ConfigError(f"OpenEdge table {table.name} has no column(s) {', '.join(missing)}")
 
 
-def _plan(
-    connection: sa.Connection, tracking: sa.Table, table: ChangeTable, schema: str | None,
-    after: int | None,
-) -> _Plan:
+def _plan(connection: sa.Connection, tracking: sa.Table, table: ChangeTable, schema: str | None,
+          after: int | None) -> _Plan:
     change = _reflected(connection, table.change_table, schema)
     _require(change, METADATA)
     fields = tuple(
@@ -459,14 +455,9 @@ def _rows(result: Iterable[sa.Row], fields: Sequence[str]) -> Iterator[ChangeRow
         )
 
 
-def read_changes(
-    engine: sa.Engine,
-    tables: Sequence[ChangeTable],
-    *,
-    schema: str | None = None,
-    tracking_table: str = TRACKING_TABLE,
-    positions: MutableMapping[str, int] | None = None,
-) -> Iterator[ChangeEvent]:
+def read_changes(engine: sa.Engine, tables: Sequence[ChangeTable], *, schema: str | None = None,
+                 tracking_table: str = TRACKING_TABLE,
+                 positions: MutableMapping[str, int] | None = None) -> Iterator[ChangeEvent]:
     """The events of the tables' changes, each table's in ``_Change-Sequence`` order, the
     tables merged by (``_Time-Stamp``, ``_Change-Sequence``).
 
@@ -503,9 +494,8 @@ def read_changes(
     return _changes(engine, plans, positions)
 
 
-def _changes(
-    engine: sa.Engine, plans: Sequence[_Plan], positions: MutableMapping[str, int]
-) -> Iterator[ChangeEvent]:
+def _changes(engine: sa.Engine, plans: Sequence[_Plan],
+             positions: MutableMapping[str, int]) -> Iterator[ChangeEvent]:
     with engine.connect() as connection:
         streams = [
             plan.reassembler.changes(_rows(connection.execute(plan.query), plan.fields))

@@ -11,9 +11,8 @@ import sqlalchemy as sa
 class PositionStore:
     """The position (text, up to 35 characters) of one task."""
 
-    def __init__(
-        self, engine: sa.Engine, task: str, *, table: str, schema: str | None = None
-    ) -> None:
+    def __init__(self, engine: sa.Engine, task: str, *, table: str,
+                 schema: str | None = None) -> None:
         self._engine, self._task = engine, task
         self._table = sa.Table(
             table, sa.MetaData(),

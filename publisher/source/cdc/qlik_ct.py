@@ -114,9 +114,8 @@ class ChangeTable:
     keys: tuple[str, ...]
 
     @classmethod
-    def from_columns(
-        cls, name: str, names: Sequence[str], keys: Sequence[str], prefix: str, source: str
-    ) -> ChangeTable:
+    def from_columns(cls, name: str, names: Sequence[str], keys: Sequence[str], prefix: str,
+                     source: str) -> ChangeTable:
         """The shape of a change table whose columns are ``names``, in order; ``source``
         names it (the table or its .dfm) in configuration errors."""
         count = next((i for i, n in enumerate(names) if not n.startswith(prefix)), len(names))
@@ -192,9 +191,8 @@ class ChangeRow:
 # --- rows to events -------------------------------------------------------------------
 
 
-def change_events(
-    rows: Iterable[ChangeRow], byte_order: ByteOrder | None = None
-) -> list[ChangeEvent]:
+def change_events(rows: Iterable[ChangeRow],
+                  byte_order: ByteOrder | None = None) -> list[ChangeEvent]:
     """The events of change-table rows of any tables, in change_seq order.
 
     Rows sharing a table and change_seq are one change: a before image (B) and its update
@@ -241,9 +239,8 @@ def _pairs(rows: list[ChangeRow]) -> list[dict[str, ChangeRow]]:
     return list(changes.values())
 
 
-def _hex_byte_order(
-    table: ChangeTable, rows: list[ChangeRow], configured: ByteOrder | None
-) -> ByteOrder | None:
+def _hex_byte_order(table: ChangeTable, rows: list[ChangeRow],
+                    configured: ByteOrder | None) -> ByteOrder | None:
     """The order of the table's hex-text masks: ``configured``, else the one order the
     evidence leaves (its DELETE rows mark exactly the keys, every mask fits the table),
     None while both are left."""
@@ -303,9 +300,8 @@ def _marked(row: ChangeRow, order: ByteOrder | None) -> tuple[str, ...] | None:
     return readings.popitem()[1]
 
 
-def _events(
-    change: dict[str, ChangeRow], marked: dict[str, tuple[str, ...] | None]
-) -> list[ChangeEvent]:
+def _events(change: dict[str, ChangeRow],
+            marked: dict[str, tuple[str, ...] | None]) -> list[ChangeEvent]:
     """The events of one change (its rows by change_oper, and the columns each marks)."""
     first = next(iter(change.values()))  # its rows share table and change_seq
     table = first.table
@@ -356,16 +352,9 @@ class ChangeTableDatabase:
     change_seq) always come in the same batch. Rows committed in change_seq order (as
     Qlik applies them) are never skipped."""
 
-    def __init__(
-        self,
-        engine: sa.Engine,
-        keys: Mapping[str, Sequence[str]],
-        *,
-        schema: str | None = None,
-        header_prefix: str = HEADER_PREFIX,
-        suffix: str = SUFFIX,
-        byte_order: ByteOrder | None = None,
-    ) -> None:
+    def __init__(self, engine: sa.Engine, keys: Mapping[str, Sequence[str]], *,
+                 schema: str | None = None, header_prefix: str = HEADER_PREFIX,
+                 suffix: str = SUFFIX, byte_order: ByteOrder | None = None) -> None:
         if not keys:
             raise ConfigError("no change tables configured")
         self._engine, self._byte_order = engine, byte_order
@@ -420,14 +409,8 @@ class PositionStore(positions.PositionStore):
     """The change_seq a task's output has been delivered up to (positions.PositionStore,
     in POSITION_TABLE unless told)."""
 
-    def __init__(
-        self,
-        engine: sa.Engine,
-        task: str,
-        *,
-        table: str = POSITION_TABLE,
-        schema: str | None = None,
-    ) -> None:
+    def __init__(self, engine: sa.Engine, task: str, *, table: str = POSITION_TABLE,
+                 schema: str | None = None) -> None:
         super().__init__(engine, task, table=table, schema=schema)
 
     def save(self, position: str) -> None:
@@ -436,17 +419,10 @@ class PositionStore(positions.PositionStore):
         super().save(position)
 
 
-def read_database(
-    engine: sa.Engine,
-    keys: Mapping[str, Sequence[str]],
-    position: str | None,
-    *,
-    limit: int | None = None,
-    schema: str | None = None,
-    header_prefix: str = HEADER_PREFIX,
-    suffix: str = SUFFIX,
-    byte_order: ByteOrder | None = None,
-) -> ChangeBatch:
+def read_database(engine: sa.Engine, keys: Mapping[str, Sequence[str]], position: str | None, *,
+                  limit: int | None = None, schema: str | None = None,
+                  header_prefix: str = HEADER_PREFIX, suffix: str = SUFFIX,
+                  byte_order: ByteOrder | None = None) -> ChangeBatch:
     """One poll of the change tables (see ChangeTableDatabase; a poll loop keeps one)."""
     database = ChangeTableDatabase(
         engine, keys, schema=schema, header_prefix=header_prefix, suffix=suffix,
@@ -546,9 +522,8 @@ def _metadata(path: Path, keys: Mapping[str, Sequence[str]], prefix: str) -> _Me
     return _Metadata(table, tuple(names), frozenset(binary) & set(table.columns), options)
 
 
-def _csv_records(
-    path: Path, metadata: _Metadata, held: _Held
-) -> Iterator[tuple[list[object], str]]:
+def _csv_records(path: Path, metadata: _Metadata,
+                 held: _Held) -> Iterator[tuple[list[object], str]]:
     """Records of a CSV change-table file as the .dfm's options describe it; a first line
     of the column names is skipped. Its rows are held until every file is read: its bytes
     count as held."""
@@ -621,9 +596,8 @@ def _csv_value(name: str, field: str, null: object, binary: frozenset[str], wher
         raise SourceInputError(message, where) from None
 
 
-def _parquet_records(
-    path: Path, metadata: _Metadata, held: _Held
-) -> Iterator[tuple[list[object], str]]:
+def _parquet_records(path: Path, metadata: _Metadata,
+                     held: _Held) -> Iterator[tuple[list[object], str]]:
     """Records of a Parquet change-table file, a batch at a time; the values of its
     records count as held."""
     number = 0
@@ -681,14 +655,10 @@ def _data_files(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def read_files(
-    paths: str | Path | Iterable[str | Path],
-    keys: Mapping[str, Sequence[str]] | None = None,
-    *,
-    header_prefix: str = HEADER_PREFIX,
-    byte_order: ByteOrder | None = None,
-    max_buffered_bytes: int = MAX_BUFFERED_BYTES,
-) -> list[ChangeEvent]:
+def read_files(paths: str | Path | Iterable[str | Path],
+               keys: Mapping[str, Sequence[str]] | None = None, *,
+               header_prefix: str = HEADER_PREFIX, byte_order: ByteOrder | None = None,
+               max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> list[ChangeEvent]:
     """The events of landed change-table files, merged in change_seq order.
 
     ``paths``: a directory (searched recursively) or files and directories; each .csv or

@@ -325,9 +325,8 @@ def _integer(parent: Mapping, name: str, where: str) -> int | None:
 _T = TypeVar("_T")
 
 
-def _required(
-    read: Callable[[Mapping, str, str], _T | None], parent: Mapping, name: str, where: str
-) -> _T:
+def _required(read: Callable[[Mapping, str, str], _T | None], parent: Mapping, name: str,
+              where: str) -> _T:
     value = read(parent, name, where)
     if value is None:
         raise KafkaMessageError(f"{name} is missing", where)
@@ -406,10 +405,8 @@ def _naming(message: dict, headers: dict, where: str) -> tuple[str | None, str, 
     )
 
 
-def _agreed(
-    places: Sequence[Mapping], name: str, read: Callable[[Mapping, str, str], _T | None],
-    where: str,
-) -> _T | None:
+def _agreed(places: Sequence[Mapping], name: str, read: Callable[[Mapping, str, str], _T | None],
+            where: str) -> _T | None:
     """The one value the places give for ``name``, None if none gives one."""
     values = {read(place, name, where) for place in places} - {None}
     if len(values) > 1:
@@ -497,9 +494,8 @@ def _text_lines(stream: TextIO | BinaryIO) -> Iterator[str]:
 # --- Avro -----------------------------------------------------------------------------
 
 
-def read_avro_messages(
-    stream: BinaryIO, schemas: dict[str, TableMetadata] | None = None
-) -> Iterator[Message]:
+def read_avro_messages(stream: BinaryIO,
+                       schemas: dict[str, TableMetadata] | None = None) -> Iterator[Message]:
     """The messages of an Avro input: Kafka message values, each after its length as a
     4-byte big-endian integer, each a Replicate envelope (see the module's docstring).
 
@@ -540,9 +536,8 @@ def read_avro_messages(
         offset += 4 + length
 
 
-def _avro_message(
-    value: bytes, where: str, start: int, schemas: dict[str, TableMetadata]
-) -> Message:
+def _avro_message(value: bytes, where: str, start: int,
+                  schemas: dict[str, TableMetadata]) -> Message:
     """The message one Kafka value holds in its Replicate envelope; ``start`` is the byte
     where the value starts in the input."""
     if not value.startswith(MAGIC.encode()):
@@ -566,9 +561,8 @@ def _avro_message(
     return _avro_data(envelope, where, message_start, len(value), schemas)
 
 
-def _avro_metadata(
-    envelope: dict, where: str, start: int, schemas: dict[str, TableMetadata]
-) -> TableMetadata:
+def _avro_metadata(envelope: dict, where: str, start: int,
+                   schemas: dict[str, TableMetadata]) -> TableMetadata:
     """A metadata message, which embeds its own schema; recorded in ``schemas``. ``start``
     is the byte where its message bytes start in the input."""
     own_schema = envelope["messageSchema"]
@@ -590,9 +584,8 @@ def _avro_metadata(
     return metadata
 
 
-def _avro_data(
-    envelope: dict, where: str, start: int, size: int, schemas: Mapping[str, TableMetadata]
-) -> DataMessage:
+def _avro_data(envelope: dict, where: str, start: int, size: int,
+               schemas: Mapping[str, TableMetadata]) -> DataMessage:
     """A data message, decoded with the dataSchema of the metadata message it names (or
     with the schema it embeds), then read as a JSON data message is. ``start`` is the byte
     where its message bytes start in the input, ``size`` the length of its Kafka value."""
@@ -906,9 +899,8 @@ def _row_change(metadata: TableMetadata, message: DataMessage) -> RowChange:
     )
 
 
-def _marked(
-    mask: str | None, label: str, names: Sequence[str], where: str
-) -> tuple[str, ...] | None:
+def _marked(mask: str | None, label: str, names: Sequence[str],
+            where: str) -> tuple[str, ...] | None:
     """The columns a mask marks, None when the message has no such mask."""
     if mask is None:
         return None
@@ -918,9 +910,8 @@ def _marked(
         raise KafkaMessageError(f"{label}: {exc}", where) from None
 
 
-def _image(
-    metadata: TableMetadata, row: Row | None, columns: Sequence[str], where: str
-) -> Image | None:
+def _image(metadata: TableMetadata, row: Row | None, columns: Sequence[str],
+           where: str) -> Image | None:
     """The image of a row's ``columns``: those it holds, as text (None without a row)."""
     if row is None:
         return None
@@ -968,11 +959,8 @@ def _is_base64(text: str) -> bool:
 # --- reading --------------------------------------------------------------------------
 
 
-def read_changes(
-    stream: TextIO | BinaryIO,
-    transactions: MessageTransactions | None = None,
-    message_format: Literal["json", "avro"] = "json",
-) -> Iterator[ChangeEvent]:
+def read_changes(stream: TextIO | BinaryIO, transactions: MessageTransactions | None = None,
+                 message_format: Literal["json", "avro"] = "json") -> Iterator[ChangeEvent]:
     """The events of a Qlik Kafka input, a whole transaction at a time: JSON lines from a
     text or binary stream (``message_format`` "json"; see ``read_messages``), or
     length-prefixed Avro messages from a binary stream ("avro"; see
@@ -994,9 +982,8 @@ def read_changes(
     return _changes(read_avro_messages(stream, transactions.schemas), transactions)
 
 
-def _changes(
-    messages: Iterator[Message], transactions: MessageTransactions
-) -> Iterator[ChangeEvent]:
+def _changes(messages: Iterator[Message],
+             transactions: MessageTransactions) -> Iterator[ChangeEvent]:
     for message in messages:
         yield from transactions.apply(message)
     transactions.close()

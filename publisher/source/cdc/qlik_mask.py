@@ -63,9 +63,8 @@ def _data_columns(value: int, header_count: int, columns: Sequence[str]) -> tupl
     return tuple(name for i, name in enumerate(columns) if value >> (header_count + i) & 1)
 
 
-def _marked_columns(
-    value: int, header_count: int, columns: Sequence[str], label: str
-) -> tuple[str, ...]:
+def _marked_columns(value: int, header_count: int, columns: Sequence[str],
+                    label: str) -> tuple[str, ...]:
     width = _change_table_width(header_count, columns)
     if value.bit_length() > width:
         raise MaskError(
@@ -77,9 +76,7 @@ def _marked_columns(
     return _data_columns(value, header_count, columns)
 
 
-def change_table_columns(
-    mask: bytes, header_count: int, columns: Sequence[str]
-) -> tuple[str, ...]:
+def change_table_columns(mask: bytes, header_count: int, columns: Sequence[str]) -> tuple[str, ...]:
     """The data columns a varbinary ``change_mask`` marks, in table order.
 
     ``mask`` is the documented little-endian byte array, ``columns`` the data columns in
@@ -90,16 +87,14 @@ def change_table_columns(
     return _marked_columns(value, header_count, columns, mask.hex().upper())
 
 
-def change_table_columns_from_hex(
-    text: str, order: ByteOrder, header_count: int, columns: Sequence[str]
-) -> tuple[str, ...]:
+def change_table_columns_from_hex(text: str, order: ByteOrder, header_count: int,
+                                  columns: Sequence[str]) -> tuple[str, ...]:
     """As change_table_columns, for a mask landed as hex text and read in ``order``."""
     return _marked_columns(hex_mask_value(text, order), header_count, columns, text)
 
 
-def delete_fits(
-    text: str, order: ByteOrder, header_count: int, columns: Sequence[str], keys: Collection[str]
-) -> bool:
+def delete_fits(text: str, order: ByteOrder, header_count: int, columns: Sequence[str],
+                keys: Collection[str]) -> bool:
     """Whether a DELETE row's hex mask, read in ``order``, marks exactly the key columns.
 
     Seed 000 says a DELETE sets "only the primary key (or unique index) columns" and that
@@ -119,13 +114,8 @@ def _check_keys(table: str, columns: Sequence[str], keys: Collection[str]) -> No
         raise ConfigError(f"change table {shown(table)} has no key column(s) {shown(unknown)}")
 
 
-def choose_byte_order(
-    table: str,
-    delete_masks: Iterable[str],
-    header_count: int,
-    columns: Sequence[str],
-    keys: Collection[str],
-) -> ByteOrder | None:
+def choose_byte_order(table: str, delete_masks: Iterable[str], header_count: int,
+                      columns: Sequence[str], keys: Collection[str]) -> ByteOrder | None:
     """The byte order of a table's hex masks, from the masks of its DELETE rows so far.
 
     The one order in which every DELETE row marks exactly the key columns (see
