@@ -11,14 +11,8 @@ from publisher.report import CycleReport
 from publisher.settings import Settings, TriggerlessOptions
 
 __all__ = [
-    "ConfigError",
-    "CycleReport",
-    "DatabaseUnreachable",
-    "Settings",
-    "SinkError",
-    "TriggerlessOptions",
-    "XdspubError",
-    "export",
+    "ConfigError", "CycleReport", "DatabaseUnreachable", "Settings", "SinkError",
+    "TriggerlessOptions", "XdspubError", "export",
 ]
 
 

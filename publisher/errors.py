@@ -6,20 +6,16 @@ EXIT_INTERNAL = 5  # an error no rule foresaw: one line, the traceback only with
 
 
 class XdspubError(Exception):
-    exit_code = 2
+    exit_code = 2  # usage, configuration and input errors
 
 
 class ConfigError(XdspubError):
     """A usage or configuration error, such as an event log missing a column."""
 
-    exit_code = 2
-
 
 class SourceInputError(XdspubError):
     """Input a change reader cannot read; ``where`` names the place (a byte offset, a line,
     a row), and the message ends with it."""
-
-    exit_code = 2
 
     def __init__(self, message: str, where: str) -> None:
         super().__init__(f"{message} ({where})")
@@ -28,8 +24,6 @@ class SourceInputError(XdspubError):
 
 class PublisherBusy(XdspubError):
     """Another publisher holds this event log."""
-
-    exit_code = 2
 
 
 class DatabaseUnreachable(XdspubError):

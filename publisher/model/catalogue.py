@@ -114,10 +114,6 @@ class Table:
     # with ("usr_phone."; nothing for a view's own multi-valued columns).
     value_prefix: str = ""
 
-    def is_unique(self, key_names: Sequence[str]) -> bool:
-        """Whether no two rows can hold the same values in ``key_names``."""
-        return self.key_is_primary and set(key_names) == set(self.key_columns)
-
     def column(self, name: str) -> Column | None:
         return self._by_name.get(name)
 

@@ -57,7 +57,6 @@ class Dialect:
     has_schemas: bool
     database_is_file: bool  # the URL's database is a path (SQLite), not a server's name
     sql_dir: str  # folder under sql/
-    max_bind_params: int
     # A number that orders event_time values, for future-event processing, and how many
     # seconds one of its units is.
     time_order: Callable[[sa.ColumnElement], sa.ColumnElement]
@@ -181,7 +180,6 @@ SQLITE = Dialect(
     has_schemas=False,
     database_is_file=True,
     sql_dir="sqlite",
-    max_bind_params=32766,
     time_order=lambda column: sa.func.julianday(column),
     time_unit_seconds=86400.0,
     now=lambda: sa.literal_column("'now'"),
@@ -222,7 +220,6 @@ POSTGRESQL = Dialect(
     has_schemas=True,
     database_is_file=False,
     sql_dir="postgresql",
-    max_bind_params=32767,
     time_order=lambda column: sa.extract("epoch", column),
     time_unit_seconds=1.0,
     now=lambda: sa.literal_column("(clock_timestamp() AT TIME ZONE 'utc')"),
@@ -301,7 +298,6 @@ MARIADB = Dialect(
     has_schemas=True,
     database_is_file=False,
     sql_dir="mariadb",
-    max_bind_params=65535,
     time_order=lambda column: sa.func.timestampdiff(
         sa.literal_column("MICROSECOND"), sa.literal_column("'1970-01-01'"), column
     ),

@@ -33,23 +33,9 @@ from publisher.source.cdc.mapping import (
 )
 
 __all__ = [
-    "CdcStreamError",
-    "BeginTx",
-    "CommitTx",
-    "RollbackTx",
-    "RowRecord",
-    "Discard",
-    "Truncate",
-    "TabSchema",
-    "Timeout",
-    "ErrorRecord",
-    "Record",
-    "RecordDecoder",
-    "Column",
-    "TableLayout",
-    "RecordTransactions",
-    "read_records",
-    "read_changes",
+    "CdcStreamError", "BeginTx", "CommitTx", "RollbackTx", "RowRecord", "Discard", "Truncate",
+    "TabSchema", "Timeout", "ErrorRecord", "Record", "RecordDecoder", "Column", "TableLayout",
+    "RecordTransactions", "read_records", "read_changes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -61,7 +47,6 @@ BEGINTX, COMMTX, RBTX = 1, 2, 3
 INSERT, DELETE, UPDBEF, UPDAFT = 40, 41, 42, 43
 DISCARD, TRUNCATE = 62, 119
 TABSCHEMA, TIMEOUT, ERROR = 200, 201, 202
-ROW_KINDS = {INSERT: "INSERT", DELETE: "DELETE", UPDBEF: "UPDBEF", UPDAFT: "UPDAFT"}
 SESSION_DEAD = 1  # ERROR flags: the server ended the capture session
 
 
@@ -163,29 +148,9 @@ Record = (
 )
 
 
-def _begin(offset: int, number: int, header: bytes, payload: bytes) -> BeginTx:
-    return BeginTx(offset, *struct.unpack_from(">Qiqi", header))
-
-
-def _commit(offset: int, number: int, header: bytes, payload: bytes) -> CommitTx:
-    return CommitTx(offset, *struct.unpack_from(">Qiq", header))
-
-
-def _rollback(offset: int, number: int, header: bytes, payload: bytes) -> RollbackTx:
-    return RollbackTx(offset, *struct.unpack_from(">Qi", header))
-
-
 def _row(offset: int, number: int, header: bytes, payload: bytes) -> RowRecord:
     seq, txid, table_id, flags = struct.unpack_from(">Qiii", header)
     return RowRecord(offset, number, seq, txid, table_id, flags, header[20:], payload)
-
-
-def _discard(offset: int, number: int, header: bytes, payload: bytes) -> Discard:
-    return Discard(offset, *struct.unpack_from(">Qi", header))
-
-
-def _truncate(offset: int, number: int, header: bytes, payload: bytes) -> Truncate:
-    return Truncate(offset, *struct.unpack_from(">Qii", header))
 
 
 def _tabschema(offset: int, number: int, header: bytes, payload: bytes) -> TabSchema:
@@ -206,29 +171,28 @@ def _tabschema(offset: int, number: int, header: bytes, payload: bytes) -> TabSc
     return record
 
 
-def _timeout(offset: int, number: int, header: bytes, payload: bytes) -> Timeout:
-    return Timeout(offset, *struct.unpack_from(">Q", header))
+_Parser = Callable[[int, int, bytes, bytes], Record]
 
 
-def _error(offset: int, number: int, header: bytes, payload: bytes) -> ErrorRecord:
-    return ErrorRecord(offset, *struct.unpack_from(">ii", header))
+def _fixed(kind: Callable[..., Record], fields: str) -> _Parser:
+    """The parser of a record whose fields are all in its header."""
+    return lambda offset, number, header, payload: kind(offset, *struct.unpack_from(fields, header))
 
 
 # Per record number: the header bytes it needs after the common 16, and its parser.
-_Parser = Callable[[int, int, bytes, bytes], Record]
 _KINDS: dict[int, tuple[str, int, _Parser]] = {
-    BEGINTX: ("BEGINTX", 24, _begin),
-    COMMTX: ("COMMTX", 20, _commit),
-    RBTX: ("RBTX", 12, _rollback),
+    BEGINTX: ("BEGINTX", 24, _fixed(BeginTx, ">Qiqi")),
+    COMMTX: ("COMMTX", 20, _fixed(CommitTx, ">Qiq")),
+    RBTX: ("RBTX", 12, _fixed(RollbackTx, ">Qi")),
     INSERT: ("INSERT", 20, _row),
     DELETE: ("DELETE", 20, _row),
     UPDBEF: ("UPDBEF", 20, _row),
     UPDAFT: ("UPDAFT", 20, _row),
-    DISCARD: ("DISCARD", 12, _discard),
-    TRUNCATE: ("TRUNCATE", 16, _truncate),
+    DISCARD: ("DISCARD", 12, _fixed(Discard, ">Qi")),
+    TRUNCATE: ("TRUNCATE", 16, _fixed(Truncate, ">Qii")),
     TABSCHEMA: ("TABSCHEMA", 20, _tabschema),
-    TIMEOUT: ("TIMEOUT", 8, _timeout),
-    ERROR: ("ERROR", 8, _error),
+    TIMEOUT: ("TIMEOUT", 8, _fixed(Timeout, ">Q")),
+    ERROR: ("ERROR", 8, _fixed(ErrorRecord, ">ii")),
 }
 
 
@@ -512,7 +476,7 @@ class TableLayout:
         var_sizes = self._var_sizes(record)
         if self.fixed_bytes + sum(var_sizes) != len(record.row):
             raise CdcStreamError(
-                f"{ROW_KINDS[record.kind]} row is {len(record.row)} bytes, its columns take "
+                f"{_KINDS[record.kind][0]} row is {len(record.row)} bytes, its columns take "
                 f"{self.fixed_bytes + sum(var_sizes)}",
                 offset,
             )
@@ -540,7 +504,7 @@ class TableLayout:
         count = len(self.columns) - self.fixed_count
         if len(record.size_fields) < 4 * count:
             raise CdcStreamError(
-                f"{ROW_KINDS[record.kind]} header has {len(record.size_fields) // 4} size "
+                f"{_KINDS[record.kind][0]} header has {len(record.size_fields) // 4} size "
                 f"fields, its table has {count} variable-length columns",
                 record.offset,
             )

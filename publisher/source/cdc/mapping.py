@@ -33,17 +33,8 @@ from publisher.model.events import EventType
 from publisher.source.cdc import shown
 
 __all__ = [
-    "Image",
-    "ImageRole",
-    "Key",
-    "KeyChangeWithoutBefore",
-    "KeyValueMissing",
-    "NoEventLogText",
-    "Operation",
-    "RowChange",
-    "event_log_text",
-    "row_change_events",
-    "row_key",
+    "Image", "ImageRole", "Key", "KeyChangeWithoutBefore", "KeyValueMissing", "NoEventLogText",
+    "Operation", "RowChange", "event_log_text", "row_change_events", "row_key",
 ]
 
 Key = tuple[tuple[str, str], ...]  # key columns and their values as text, in key order

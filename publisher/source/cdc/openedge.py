@@ -55,13 +55,8 @@ from publisher.source.cdc.mapping import (
 )
 
 __all__ = [
-    "TRACKING_TABLE",
-    "OpenEdgeChangeError",
-    "ChangeTable",
-    "ChangeRow",
-    "Change",
-    "RecordReassembler",
-    "read_changes",
+    "TRACKING_TABLE", "OpenEdgeChangeError", "ChangeTable", "ChangeRow", "Change",
+    "RecordReassembler", "read_changes",
 ]
 
 logger = logging.getLogger(__name__)

@@ -65,17 +65,8 @@ from publisher.source.cdc.qlik_mask import (
 )
 
 __all__ = [
-    "HEADER_PREFIX",
-    "POSITION_TABLE",
-    "SUFFIX",
-    "ChangeBatch",
-    "ChangeRow",
-    "ChangeTable",
-    "ChangeTableDatabase",
-    "PositionStore",
-    "change_events",
-    "read_database",
-    "read_files",
+    "HEADER_PREFIX", "POSITION_TABLE", "SUFFIX", "ChangeBatch", "ChangeRow", "ChangeTable",
+    "ChangeTableDatabase", "PositionStore", "change_events", "read_database", "read_files",
 ]
 
 HEADER_PREFIX = "header__"

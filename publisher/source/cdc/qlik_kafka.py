@@ -74,17 +74,9 @@ from publisher.source.cdc.mapping import (
 from publisher.source.cdc.qlik_mask import MaskError, kafka_columns
 
 __all__ = [
-    "KafkaMessageError",
-    "Column",
-    "TableMetadata",
-    "DataMessage",
-    "Message",
-    "IncompleteTransaction",
-    "MessageTransactions",
-    "parse_message",
-    "read_messages",
-    "read_avro_messages",
-    "read_changes",
+    "KafkaMessageError", "Column", "TableMetadata", "DataMessage", "Message",
+    "IncompleteTransaction", "MessageTransactions", "parse_message", "read_messages",
+    "read_avro_messages", "read_changes",
 ]
 
 logger = logging.getLogger(__name__)
