@@ -140,59 +140,53 @@ log_table_option = _option(
 )
 
 
-def publishing_options(command: Callable) -> Callable:
-    for option in reversed(
-        [
-            config_option,
-            source_db_option,
-            schema_option,
-            log_table_option,
-            publisher_user_option,
-            allow_loopback_option,
-            future_events_option,
-            _option("--delete-processed", is_flag=True, help="Delete S and W rows, not mark them."),
-            _tables_option("Table selection: only these classes, with their child tables "
-                           "(repeatable; default: every class). export --source FORMAT: "
-                           "table numbers ID=NAME (gbase8s, OpenEdge)."),
-            _option("--query-limit", type=click.IntRange(min=1),
-                    help="Rows read per cycle (export: all; poll: 10000)."),
-            _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
-                    help="Commands per XDS document (directory output)."),
-            _option("--dry-run", is_flag=True, help="Write the output, leave the statuses."),
-            exclude_columns_option,
-            hash_columns_option,
-            _option("--lineage", type=click.Path(),
-                    help="FILE or DIR: one JSON line per consumed row, naming the document "
-                    "that carried it or the rule that consumed it."),
-            max_value_length_option,
-            time_syntax_option,
-            _option("--master", "spark_master", default="local[*]", show_default=True,
-                    help="Spark master URL."),
-            _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000,
-                    show_default=True,
-                    help="Cycles of at most this many rows run in the driver, not on Spark."),
-            mode_options,
-        ]
-    ):
-        command = option(command)
-    return command
+def _options(*options: Callable) -> Callable:
+    """One decorator for ``options``, in the order --help lists them."""
+
+    def decorate(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
-def mode_options(command: Callable) -> Callable:
-    """--mode and the triggerless options (_triggerless)."""
-    for option in reversed([
-        _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
-                show_default=True,
-                help="Publish the event log, or compare the tables with the last cycle's state."),
-        _option("--state-dir", type=click.Path(file_okay=False),
-                help="Triggerless state (default: $XDG_STATE_HOME/xdspub)."),
-        _option("--startup", type=click.Choice(["resync", "future", "all"]), default="resync",
-                show_default=True,
-                help="Triggerless, without a usable state: publish every object's current "
-                "state, only record it, or add every object."),
-    ]):
-        command = option(command)
-    return command
+database_options = _options(config_option, db_option, schema_option, log_table_option)
+# --mode and the triggerless options (_triggerless).
+mode_options = _options(
+    _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
+            show_default=True,
+            help="Publish the event log, or compare the tables with the last cycle's state."),
+    _option("--state-dir", type=click.Path(file_okay=False),
+            help="Triggerless state (default: $XDG_STATE_HOME/xdspub)."),
+    _option("--startup", type=click.Choice(["resync", "future", "all"]), default="resync",
+            show_default=True,
+            help="Triggerless, without a usable state: publish every object's current "
+            "state, only record it, or add every object."),
+)
+publishing_options = _options(
+    config_option, source_db_option, schema_option, log_table_option, publisher_user_option,
+    allow_loopback_option, future_events_option,
+    _option("--delete-processed", is_flag=True, help="Delete S and W rows, not mark them."),
+    _tables_option("Table selection: only these classes, with their child tables "
+                   "(repeatable; default: every class). export --source FORMAT: "
+                   "table numbers ID=NAME (gbase8s, OpenEdge)."),
+    _option("--query-limit", type=click.IntRange(min=1),
+            help="Rows read per cycle (export: all; poll: 10000)."),
+    _option("--batch-size", type=click.IntRange(1, 128), default=1, show_default=True,
+            help="Commands per XDS document (directory output)."),
+    _option("--dry-run", is_flag=True, help="Write the output, leave the statuses."),
+    exclude_columns_option, hash_columns_option,
+    _option("--lineage", type=click.Path(),
+            help="FILE or DIR: one JSON line per consumed row, naming the document "
+            "that carried it or the rule that consumed it."),
+    max_value_length_option, time_syntax_option,
+    _option("--master", "spark_master", default="local[*]", show_default=True,
+            help="Spark master URL."),
+    _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000, show_default=True,
+            help="Cycles of at most this many rows run in the driver, not on Spark."),
+    mode_options,
+)
 
 
 class _Group(click.Group):
@@ -223,10 +217,7 @@ def cli(debug: bool) -> None:
 
 
 @cli.command("init-db")
-@config_option
-@db_option
-@schema_option
-@log_table_option
+@database_options
 @click.option("--sample", is_flag=True, help="Also the documents' sample schema and triggers.")
 @_option("--triggers", type=click.Choice(["field", "query-back", "none"]), default="field",
          show_default=True, help="Sample triggers: per-field events 1/2/4, query-back 5/6/4, or none.")
@@ -249,10 +240,7 @@ def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, trig
 
 
 @cli.command()
-@config_option
-@db_option
-@schema_option
-@log_table_option
+@database_options
 @_tables_option("Classes to give triggers, with their child tables (repeatable).", "selection")
 @_option("--table", "tables", multiple=True, metavar="TABLE",
          help="One table alone: a class's or a child table (repeatable). Without --tables "
@@ -286,10 +274,7 @@ def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...
 
 
 @cli.command()
-@config_option
-@db_option
-@schema_option
-@log_table_option
+@database_options
 @_tables_option("Only these classes (repeatable; default: every class with a key).")
 @_option("--chunk", type=click.IntRange(min=1), default=10_000, show_default=True,
          help="Objects logged per transaction.")
@@ -460,10 +445,7 @@ def poll(out: str, interval: int, heartbeat: float, post_statements: str | None,
 
 
 @cli.command()
-@config_option
-@db_option
-@schema_option
-@log_table_option
+@database_options
 @click.argument("record_ids", nargs=-1, type=click.IntRange(min=0), metavar="[RECORD_ID ...]")
 @click.option("--pending", is_flag=True, help="The pending rows (the default without RECORD_ID).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
@@ -527,10 +509,7 @@ def _utc_time(_ctx: click.Context, _param: click.Parameter, text: str | None) ->
 
 
 @cli.command()
-@config_option
-@db_option
-@schema_option
-@log_table_option
+@database_options
 @_option("--through", type=click.IntRange(min=0), metavar="RECORD_ID",
          help="Skip the pending rows up to this record_id, inclusive.")
 @_option("--before", metavar="TIME", callback=_utc_time,
@@ -635,10 +614,7 @@ def apply(sources: tuple[str, ...], mirror: str, wait: float) -> None:
 
 
 @cli.command()
-@config_option
-@db_option
-@schema_option
-@log_table_option
+@database_options
 @click.option("--mirror", required=True, type=click.Path(dir_okay=False, exists=True),
               help="The mirror xdspub apply keeps.")
 @_tables_option("Only these classes, with their child tables (repeatable; default: every class).")
