@@ -5,9 +5,9 @@ outcome; a cycle that fails keeps none, and run again publishes the same documen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 
 from publisher.delivery.lineage import LineageRecord
@@ -79,17 +79,14 @@ def run(settings: Settings, publication: Publication, sink: Sink,
         phases.progress.close()
 
 
-@contextmanager
-def _work_folder(sink: Sink) -> Iterator[Path]:
-    """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed after;
-    the ones that killed cycles left there are swept first."""
+def _work_folder(sink: Sink) -> WorkFolder:
+    """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed when
+    left; the ones that killed cycles left there are swept first."""
     sweep_once(sink.work_parent)
     try:
-        work = WorkFolder(sink.work_parent)
+        return WorkFolder(sink.work_parent)
     except OSError as exc:
         raise SinkError(f"cannot write in {sink.work_parent}: {exc.strerror or exc}") from exc
-    with work as path:
-        yield path
 
 
 def _publish_with_lineage(sink: Sink, planned: Planned, lineage: LineageRecord) -> int:

@@ -86,8 +86,7 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
     ones, each with its fate in a cycle over them alone, query-back read now; in record_id
     order."""
     settings = replace(settings, dry_run=True)
-    db = connect(settings.db_url)
-    try:
+    with connect(settings.db_url) as db:
         log = open_event_log(db, settings)
         rows, logged = chosen_rows(db, log, settings, record_ids, pending)
         source = _ChosenRows(settings, db, log, rows)
@@ -97,8 +96,6 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
         for batch in found.classified:
             _unpublished(batch, explained)
         _reduced(source, found, explained)
-    finally:
-        db.engine.dispose()
     missing = (Explained(r, None) for r in set(record_ids) - set(explained))
     return sorted([*explained.values(), *missing], key=lambda e: e.record_id)
 

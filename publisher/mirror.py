@@ -31,6 +31,7 @@ import re
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -350,15 +351,8 @@ def verify_mirror(settings: Settings, mirror: Path) -> list[Difference]:
 
 def compare_mirror(settings: Settings, mirror: Path) -> Verification:
     """The differences, and how many objects were compared (docs/mirror.md, Verify)."""
-    connection = open_mirror(Path(mirror), create=False)
-    try:
-        db = connect(settings.db_url)
-        try:
-            return _compared(settings, db, connection)
-        finally:
-            db.engine.dispose()
-    finally:
-        connection.close()
+    with closing(open_mirror(Path(mirror), create=False)) as connection, connect(settings.db_url) as db:
+        return _compared(settings, db, connection)
 
 
 def _compared(settings: Settings, db: Database, connection: sqlite3.Connection) -> Verification:

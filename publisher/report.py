@@ -58,15 +58,9 @@ class CycleReport:
                 f"{self.documents} documents{failed}; {kept}"
             )
         letters = ", ".join(f"{k}={v}" for k, v in sorted(self.by_status.items())) or "none"
-        unpublished = [
-            f"{count} {what}"
-            for count, what in (
-                (self.loopback, "loopback"),
-                (self.not_selected, "not selected"),
-                (self.excluded, "naming excluded columns"),
-            )
-            if count
-        ]
+        counts = ((self.loopback, "loopback"), (self.not_selected, "not selected"),
+                  (self.excluded, "naming excluded columns"))
+        unpublished = [f"{count} {what}" for count, what in counts if count]
         if unpublished:
             unpublished[0] = unpublished[0].replace(" ", " of them ", 1)
             letters += f" ({', '.join(unpublished)})"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from publisher.errors import ConfigError
+from publisher.errors import ConfigError, PublisherBusy
 from publisher.settings import Settings
 from publisher.source.database import Database, run_named
 from publisher.source.identifiers import lock_table_name, quoted
@@ -81,6 +81,11 @@ class PublisherLock:
             raise
         self._connection = connection  # its transaction stays open: it holds the lock
         return True
+
+    def acquire(self) -> None:
+        """Take the lock, or PublisherBusy when another publisher holds it."""
+        if not self.try_acquire():
+            raise PublisherBusy(f"another publisher is active on {self.name.log_table} (lock {self.name})")
 
     def held(self) -> bool:
         """Whether the lock is still ours: its session must still be alive. The lock's

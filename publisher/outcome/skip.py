@@ -13,11 +13,11 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from publisher.errors import ConfigError, PublisherBusy
+from publisher.errors import ConfigError
 from publisher.model.statuses import Status, is_deleted
 from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.settings import Settings
-from publisher.source.database import connect
+from publisher.source.database import Database, connect
 from publisher.source.event_log import open_event_log
 from publisher.source.schema import published_catalogue
 
@@ -40,7 +40,11 @@ def skip_pending(settings: Settings, through: int | None, before: datetime | Non
     selection's classes and child tables when there is one; with Dry Run, only count them."""
     if through is None and before is None:
         raise ConfigError("skip needs --through RECORD_ID or --before TIME")
-    db = connect(settings.db_url)
+    with connect(settings.db_url) as db:
+        return _skipped(settings, db, through, before)
+
+
+def _skipped(settings: Settings, db: Database, through: int | None, before: datetime | None) -> Skipped:
     lock = PublisherLock(db, lock_name(settings))
     try:
         log = open_event_log(db, settings)
@@ -54,8 +58,7 @@ def skip_pending(settings: Settings, through: int | None, before: datetime | Non
         if settings.tables:
             catalogue = published_catalogue(settings, db)
             pending.append(c("table_name").in_([*catalogue.tables, *catalogue.child_tables]))
-        if not lock.try_acquire():
-            raise PublisherBusy(f"another publisher is active on {settings.log_table} (lock {lock.name})")
+        lock.acquire()
         record_id = c("record_id")
         with db.engine.begin() as conn:
             bounds = sa.select(sa.func.count(), sa.func.min(record_id), sa.func.max(record_id))
@@ -70,4 +73,3 @@ def skip_pending(settings: Settings, through: int | None, before: datetime | Non
             return Skipped(conn.execute(statement).rowcount, low, high)
     finally:
         lock.release()
-        db.engine.dispose()

@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -150,17 +150,7 @@ class NewGeneration:
     def commit(self) -> None:
         """Durable first, then named in CURRENT by a rename; SinkError when it cannot be."""
         identity, folder = self.folder.identity, self.folder.path
-        manifest = {
-            "format": FORMAT,
-            "database": identity.database,
-            "schema": identity.schema,
-            "tables": list(identity.tables),
-            "time_syntax": identity.time_syntax,
-            "keys": identity.keys,
-            "policy": identity.policy,
-            "classes": self.classes,
-            "reads": self.reads,
-        }
+        manifest = {"format": FORMAT, **asdict(identity), "classes": self.classes, "reads": self.reads}
         try:
             (self.path / MANIFEST).write_text(json.dumps(manifest, indent=1))
             for path in sorted(self.path.rglob("*"), reverse=True):  # files before their folders

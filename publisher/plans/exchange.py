@@ -89,9 +89,17 @@ def bucket_writer(directory: str, buckets: int, bucketed: Bucketed, schema: pa.S
         learnt: list = []
         try:
             for rows, bucket in bucketed(batches, learnt):
-                if rows.num_rows:
-                    counts += write_buckets(rows, bucket, buckets, files,
-                                            lambda n: BucketFile(Path(directory), n, schema, kind))
+                if not rows.num_rows:
+                    continue
+                rows = rows.take(np.argsort(bucket, kind="stable"))
+                sizes = np.bincount(bucket, minlength=buckets)
+                start = 0
+                for number in np.flatnonzero(sizes).tolist():
+                    if number not in files:
+                        files[number] = BucketFile(Path(directory), number, schema, kind)
+                    files[number].writer.write_batch(rows.slice(start, sizes[number]))
+                    start += sizes[number]
+                counts += sizes
             for file in files.values():
                 file.close()  # whole on disk before the report names it
         except OSError as exc:
@@ -119,22 +127,6 @@ def by_object(body: Passes, buckets: int) -> Bucketed:
             yield pa.RecordBatch.from_arrays([*rows.columns, pa.array(hashes)], schema=_FILE_SCHEMA), hashes % buckets
 
     return rows
-
-
-def write_buckets(rows: pa.RecordBatch, bucket: np.ndarray, buckets: int,
-                  files: dict[int, BucketFile],
-                  new_file: Callable[[int], BucketFile]) -> np.ndarray:
-    """Each row of ``rows`` into the file of its ``bucket`` (made by ``new_file`` when
-    ``files`` has none yet); how many rows went to each of the ``buckets``."""
-    rows = rows.take(np.argsort(bucket, kind="stable"))
-    sizes = np.bincount(bucket, minlength=buckets)
-    start = 0
-    for number in np.flatnonzero(sizes).tolist():
-        if number not in files:
-            files[number] = new_file(number)
-        files[number].writer.write_batch(rows.slice(start, sizes[number]))
-        start += sizes[number]
-    return sizes
 
 
 def bucket_rows(files: dict[int, list[str]], buckets: int) -> Passes:

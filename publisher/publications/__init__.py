@@ -54,13 +54,11 @@ class Publication(Protocol):
     def waiting(self) -> tuple[int, float] | None:
         """For the service, before a cycle: how many rows wait and how old the oldest is,
         in seconds (no row: no cycle runs); None where only a cycle can tell."""
-        return None
 
     def wake_channel(self) -> tuple[str, str] | str | None:
         """Where the source notifies the service that rows came (docs/delivery.md, The
         polling service): libpq's connection string and the channel; a text: why it has
         none, to log; None: the source notifies none."""
-        return None
 
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         """The cycle's commands; its report (``phases.report``) filled as they are made."""
@@ -70,7 +68,6 @@ class Publication(Protocol):
 
     def close(self) -> None:
         """The cycle is over: undo what was not acknowledged."""
-        return None
 
 
 def planned_rows(settings: Settings, source: CycleSource, phases: Phases,

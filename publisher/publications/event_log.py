@@ -10,7 +10,6 @@ from functools import cached_property
 import pyarrow as pa
 import sqlalchemy as sa
 
-from publisher.errors import PublisherBusy
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import Note
 from publisher.model.statuses import Status, StatusRange
@@ -125,15 +124,10 @@ class EventLogPublication(Publication):
 @contextmanager
 def opened(settings: Settings) -> Iterator[EventLogPublication]:
     """``xdspub export``'s event log: connected, and the publisher lock held (PublisherBusy when another publisher has it)."""
-    db = connect(settings.db_url)
-    try:
+    with connect(settings.db_url) as db:
         publication = EventLogPublication(settings, db, open_event_log(db, settings))
-        lock = publication.lock
         try:
-            if not lock.try_acquire():
-                raise PublisherBusy(f"another publisher is active on {settings.log_table} (lock {lock.name})")
+            publication.lock.acquire()
             yield publication
         finally:
-            lock.release()
-    finally:
-        db.engine.dispose()
+            publication.lock.release()

@@ -160,9 +160,5 @@ def _first_ids(compared: list[ComparedClass], generation: int) -> list[tuple[int
 @contextmanager
 def opened(settings: Settings, options: TriggerlessOptions) -> Iterator[TriggerlessPublication]:
     """``xdspub export --mode triggerless``: connected, the state folder locked."""
-    db = connect(settings.db_url)
-    try:
-        with TriggerlessPublication(settings, options, db) as publication:
-            yield publication
-    finally:
-        db.engine.dispose()
+    with connect(settings.db_url) as db, TriggerlessPublication(settings, options, db) as publication:
+        yield publication

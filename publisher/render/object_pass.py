@@ -173,23 +173,16 @@ def object_pass(catalogue: Catalogue, lineage: bool = False, unread: Unread = NO
     def _reduced(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[tuple] = []
         fates = _Fates()
-
-        def publish(obj: tuple[str, str], cells: list | None, events: list[Event]) -> None:
+        for obj, cells, events in object_events(batches):
             runs, statuses = object_outcome(catalogue, obj, cells, events, unread, creations)
             if runs is not None:
-                out.extend(
-                    REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml)
-                    for command, xml, _ in runs
-                    if command
-                )
+                out.extend(REDUCED.row(cmd_time=command.ord_time, cmd_id=command.event_id, xml=xml)
+                           for command, xml, _ in runs if command)
                 if lineage:
                     fates.add(runs, events)
             for record_id, (letter, reason) in statuses.items():
                 if letter != Status.DONE:
                     out.append(REDUCED.row(record_id=record_id, status=letter, reason=reason_text(reason)))
-
-        for obj, cells, events in object_events(batches):
-            publish(obj, cells, events)
             if len(out) >= BATCH_ROWS:
                 yield REDUCED.batch(out)
                 out.clear()

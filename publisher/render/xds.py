@@ -73,10 +73,7 @@ def _shape(kind: CommandKind, attrs: Sequence[Attr]) -> tuple[Shape, list[str]]:
     elements: list[tuple[str, str, list]] = []  # name, xds_type, [(pieces or count, texts)]
     shared: dict[str, list] = {}
     for attr in attrs:
-        if kind == CommandKind.ADD:
-            change = (len(attr.new), list(attr.new))
-        else:
-            change = _pieces(attr)
+        change = (len(attr.new), list(attr.new)) if kind == CommandKind.ADD else _pieces(attr)
         if attr.multi_valued and attr.name in shared:
             shared[attr.name].append(change)
             continue

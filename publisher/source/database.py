@@ -20,6 +20,12 @@ class Database(NamedTuple):
     engine: sa.Engine
     dialect: Dialect
 
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.engine.dispose()  # the pool's connections closed now, not when collected
+
 
 def connect(url: str, create: bool = False) -> Database:
     """An engine that has answered once, or DatabaseUnreachable (exit 3).

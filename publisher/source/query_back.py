@@ -27,7 +27,7 @@ from publisher.source.schema import is_bit
 from publisher.source.text import database_text
 
 Rows = TypeVar("Rows")
-CHECKED_ROWS = 10_000  # rows held at a time by current_check
+CHECKED_ROWS = 10_000  # rows held at a time by CurrentRows.check
 
 
 def current_select(dialect: Dialect, table: Table, schema: str | None, key_names: Sequence[str],
@@ -179,18 +179,6 @@ def current_table(engine: sa.Engine, schema: str | None, table: Table, key_names
     )
 
 
-def current_check(engine: sa.Engine, schema: str | None, table: Table, key_names: Sequence[str],
-                  wanted: list | None) -> None:
-    """``current_select`` read by the driver and let go as it comes, a whole table too:
-    whether the database reads it at all (DBAPIError when it refuses)."""
-    with engine.connect() as conn:
-        result = conn.execution_options(stream_results=True, yield_per=CHECKED_ROWS).execute(
-            current_select(dialect_of(engine.dialect.name), table, schema, key_names, wanted)
-        )
-        for _ in result.partitions():
-            pass
-
-
 @dataclass(frozen=True)
 class CurrentRows:
     """The published tables' current rows as a plan reads them (query-back, and a
@@ -213,8 +201,13 @@ class CurrentRows:
         return current_table(self.db.engine, self.schema, table, key_names, wanted)
 
     def check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
-        """Read by the driver and let go: DBAPIError when the database refuses."""
-        current_check(self.db.engine, self.schema, table, key_names, wanted)
+        """Read by the driver and let go as it comes, a whole table too: whether the
+        database reads it at all (DBAPIError when it refuses)."""
+        with self.db.engine.connect() as conn:
+            select = current_select(self.db.dialect, table, self.schema, key_names, wanted)
+            result = conn.execution_options(stream_results=True, yield_per=CHECKED_ROWS).execute(select)
+            for _ in result.partitions():
+                pass
 
 
 def _value(value: object, kind: pa.DataType) -> object:

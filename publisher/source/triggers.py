@@ -590,11 +590,7 @@ def table_key_sql(sql: TriggerSql, quote: Callable[[str], str],
         if column.xds_type == value_text.STATE:  # as key_text writes it, whatever the database's
             parts.append(f"CASE WHEN {expression} THEN 'true' ELSE 'false' END")
             continue
-        text = (
-            sql.base64.format(expression)
-            if column.is_binary
-            else text_of(column, expression)
-        )
+        text = sql.base64.format(expression) if column.is_binary else text_of(column, expression)
         parts.append(sql.quoted(sql.rtrim.format(text) if column.is_char else text))
     return sql.join(*parts)
 
