@@ -11,6 +11,7 @@ import os
 import sys
 import tomllib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -151,18 +152,32 @@ def _options(*options: Callable) -> Callable:
     return decorate
 
 
+class _DeleteLimitType(click.ParamType):
+    name = "N|N%|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from publisher.settings import DeleteLimit
+
+        if isinstance(value, DeleteLimit):
+            return value
+        try:
+            return DeleteLimit.parse(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not N, N% or none", param, ctx)
+
+
 database_options = _options(config_option, db_option, schema_option, log_table_option)
 # --mode and the triggerless options (_triggerless).
 mode_options = _options(
     _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
             show_default=True,
             help="Publish the event log, or compare the tables with the last cycle's state."),
-    _option("--state-dir", type=click.Path(file_okay=False),
-            help="Triggerless state (default: $XDG_STATE_HOME/xdspub)."),
-    _option("--startup", type=click.Choice(["resync", "future", "all"]), default="resync",
-            show_default=True,
-            help="Triggerless, without a usable state: publish every object's current "
-            "state, only record it, or add every object."),
+    _option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
+            help="Triggerless state and delete guard holds (default: $XDG_STATE_HOME/xdspub)."),
+    _option("--startup", type=click.Choice(["resync", "future", "all"]),
+            help="Triggerless, without a usable state: publish every object's current state "
+            "(the first run's default), only record it, or add every object. A state that "
+            "exists but cannot be used is an error without it."),
 )
 publishing_options = _options(
     config_option, source_db_option, schema_option, log_table_option, publisher_user_option,
@@ -185,6 +200,9 @@ publishing_options = _options(
             help="Spark master URL."),
     _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000, show_default=True,
             help="Cycles of at most this many rows run in the driver, not on Spark."),
+    _option("--max-deletes", type=_DeleteLimitType(), default="500", show_default=True,
+            help="Most deletes of one class a cycle publishes: N, N% of the objects the class "
+            "had, or none; a cycle past it is held (docs/delivery.md, Delete guard)."),
     mode_options,
 )
 
@@ -331,9 +349,7 @@ _EVENT_LOG_ONLY = (
 def _triggerless(options: dict[str, Any]) -> Any:
     """The triggerless options (taken out of ``options``) with --mode triggerless; None
     for the event log."""
-    from pathlib import Path
-
-    mode, state_dir, startup = (options.pop(name) for name in ("mode", "state_dir", "startup"))
+    mode, startup = options.pop("mode"), options.pop("startup")
     if mode != "triggerless":
         return None
     from publisher.outcome.state import default_state_dir
@@ -344,7 +360,7 @@ def _triggerless(options: dict[str, Any]) -> Any:
     given = [option for name, option in _EVENT_LOG_ONLY if options.get(name)]
     if given:
         raise click.UsageError(f"{', '.join(given)} go with the event log, not --mode triggerless.")
-    return TriggerlessOptions(Path(state_dir) if state_dir else default_state_dir(), startup)
+    return TriggerlessOptions(options["state_dir"] or default_state_dir(), startup)
 
 
 @cli.command()
@@ -358,6 +374,8 @@ def _triggerless(options: dict[str, Any]) -> Any:
 @_option("--input", "input_path", help="Change file, or - for standard input (change formats).")
 @_option("--keys", multiple=True, metavar="TABLE=COL[+COL]",
          help="Key columns of a table, where the format does not name them.")
+@_option("--release-deletes", is_flag=True,
+         help="Publish this run's deletes even where the delete guard would hold them.")
 def export(out: str, quiet: bool, source: str, input_path: str | None, keys: tuple[str, ...],
            **options: Any) -> None:
     """Publish every pending row once, as one cycle, then write the statuses; or every
@@ -526,6 +544,31 @@ def skip(through: int | None, before: Any, **options: Any) -> None:
 
     skipped = skip_pending(Settings(**options), through, before)
     click.echo(f"xdspub: {skipped.summary(options['dry_run'])}", err=True)
+
+
+@cli.command()
+@database_options
+@mode_options
+@_option("--class", "classes", multiple=True, metavar="CLASS",
+         help="Release only this class's held deletes (repeatable; default: every class held).")
+def release(classes: tuple[str, ...], **options: Any) -> None:
+    """Let the next cycle publish the deletes the delete guard held, as many as were held
+    (docs/delivery.md, Delete guard)."""
+    from publisher.outcome.holds import HoldRecord, publication_name
+    from publisher.settings import Settings
+    from publisher.source.database import connect
+
+    triggerless = options.pop("mode") == "triggerless"
+    options.pop("startup")
+    settings = Settings(**options)
+    with connect(settings.db_url) as db:
+        record = HoldRecord(settings.state_dir, publication_name(db.identity, settings, triggerless))
+    released = record.release(classes)
+    if not released:
+        click.echo("xdspub: nothing is held" + (f" of {', '.join(classes)}" if classes else ""), err=True)
+        return
+    for held in released:
+        click.echo(f"xdspub: released {held.text()}", err=True)
 
 
 @cli.command()

@@ -40,3 +40,14 @@ class BrokerUnreachable(XdspubError):
     """The message broker --out names cannot be reached at start."""
 
     exit_code = 3
+
+
+class DeletesHeld(XdspubError):
+    """The delete guard held the cycle: nothing was published or marked (docs/delivery.md,
+    Delete guard). ``held``: outcome/holds.Held of each class held."""
+
+    exit_code = 6
+
+    def __init__(self, message: str, held: list) -> None:
+        super().__init__(message)
+        self.held = held

@@ -11,6 +11,43 @@ from publisher.model.value_text import forbidden_position
 
 
 @dataclass(frozen=True)
+class DeleteLimit:
+    """--max-deletes: a count, a percentage of the objects a class had, or neither (none:
+    no limit)."""
+
+    count: int | None = None
+    percent: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> DeleteLimit:
+        """N, N% or none; ValueError otherwise."""
+        text = text.strip().lower()
+        if text == "none":
+            return cls()
+        if text.endswith("%"):
+            percent = float(text[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError(f"{text} is not a percentage from 0 to 100")
+            return cls(percent=percent)
+        count = int(text)
+        if count < 0:
+            raise ValueError(f"{text} is negative")
+        return cls(count=count)
+
+    def __str__(self) -> str:
+        if self.percent is not None:
+            return f"{self.percent:g}%"
+        return "none" if self.count is None else str(self.count)
+
+    def exceeded(self, deletes: int, objects: int | None) -> bool:
+        """Whether ``deletes`` of a class that had ``objects`` (None: not known) is past
+        the limit; a percentage of an unknown number is."""
+        if self.percent is not None:
+            return objects is None or deletes * 100 > self.percent * objects
+        return self.count is not None and deletes > self.count
+
+
+@dataclass(frozen=True)
 class Settings:
     db_url: str | None  # None: a change format read from a file
     schema: str = "indirect"
@@ -45,6 +82,11 @@ class Settings:
     # The lineage record (docs/delivery.md, Lineage): a file or directory that gets one
     # JSON line per consumed row; None: none kept.
     lineage: str | None = None
+    # The delete guard (docs/delivery.md, Delete guard): the most deletes of one class a
+    # cycle publishes; ``release_deletes``: this run publishes what the guard would hold.
+    max_deletes: DeleteLimit = field(default_factory=lambda: DeleteLimit(500))
+    release_deletes: bool = False
+    state_dir: Path | None = None  # holds and triggerless state; None: default_state_dir
 
     def on_spark(self, rows: int) -> bool:
         """Whether ``rows`` rows (a cycle's, a triggerless class's, its changes) are
@@ -74,8 +116,8 @@ class TriggerlessOptions:
     first cycle without a usable state publishes."""
 
     state_dir: Path
-    startup: str = "resync"
+    startup: str | None = None  # given on this run; None: resync, where there is no state yet
 
     def __post_init__(self) -> None:
-        if self.startup not in STARTUPS:
+        if self.startup is not None and self.startup not in STARTUPS:
             raise ValueError(f"unknown startup {self.startup!r}")

@@ -37,6 +37,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _state_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The default state folder (holds, triggerless states) of the run's own, never the
+    home's."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state-home"))
+
+
 @pytest.fixture(scope="session")
 def spark():
     from publisher.plans.session import spark_session

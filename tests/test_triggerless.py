@@ -30,7 +30,7 @@ from publisher.delivery.sinks import open_sink
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.outcome.state import CURRENT, StateError, folder_name
-from publisher.publications.triggerless import TriggerlessPublication, database_identity
+from publisher.publications.triggerless import TriggerlessPublication
 from publisher.reduce.objects import KEY, ORDER, key_order, parent_objects
 from publisher.render.xds import JDBC_NAMESPACE
 from publisher.settings import Settings, TriggerlessOptions
@@ -171,7 +171,7 @@ def test_documents_applied_in_order_give_the_database(kind, tmp_path):
             apply(model, out)
             assert model == _snapshot(db, tmp_path, f"fresh-{round_}"), f"after cycle {round_ + 1}"
             assert _people(model) == _people_in(db), f"after cycle {round_ + 1}"
-        kept = (publisher.state / folder_name(database_identity(db.database), db.schema) / CURRENT)
+        kept = (publisher.state / folder_name(db.database.identity, db.schema) / CURRENT)
         before = kept.read_text(), kept.stat().st_mtime_ns
         out, report = publisher.cycle()
         assert (report.commands, report.state_kept) == (0, False)
@@ -260,7 +260,7 @@ def test_future_events_carry_the_database_local_time(tmp_path):
 def test_a_foreign_or_unwritable_state_folder_is_refused_and_nothing_is_written(tmp_path):
     db = UnusualDb("sqlite", tmp_path)
     state = tmp_path / "state"
-    folder = state / folder_name(database_identity(db.database), db.schema)
+    folder = state / folder_name(db.database.identity, db.schema)
     folder.mkdir(parents=True)
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(StateError, match="holds files xdspub did not write"):

@@ -11,6 +11,8 @@ than a stretch of each run."""
 
 from __future__ import annotations
 
+import html
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -27,6 +29,8 @@ RUN_BATCH_ROWS = 1_024  # commands per batch of a run file: the driver holds one
 _ORDER = [("cmd_time", "ascending"), ("cmd_id", "ascending")]
 _KEYS = ipc.IpcReadOptions(included_fields=[0, 1])  # cmd_time, cmd_id
 _XML = ipc.IpcReadOptions(included_fields=[2])
+_DELETE = r"^\s*<delete\s"  # a command's first bytes: its indentation, then its element
+_DELETED_CLASS = r'^\s*<delete\b[^>]*?\sclass-name="(?P<name>[^"]*)"'
 RunSource = str | pa.Buffer  # an Arrow file of rows.COMMANDS in order: its path, or itself
 
 
@@ -104,6 +108,20 @@ class OrderedCommands:
             np.lexsort((self.ids, time_order)) if time_order.any() else np.argsort(self.ids)
         )
         self.total = len(self.order)
+
+    def deletes_by_class(self) -> Counter[str]:
+        """How many delete commands of each class there are (the delete guard's count):
+        read from the XML's first bytes, which every command's renderer writes alike."""
+        deletes: Counter[str] = Counter()
+        for run in self.runs:
+            reader = ipc.open_file(run, options=_XML)
+            for index in range(reader.num_record_batches):
+                xml = reader.get_batch(index).column(0)
+                deleted = pc.filter(xml, pc.match_substring_regex(xml, pattern=_DELETE)).cast(pa.string())
+                names = pc.extract_regex(deleted, _DELETED_CLASS).field("name")
+                for counted in pc.value_counts(names).to_pylist():
+                    deletes[html.unescape(counted["values"])] += counted["counts"]
+        return deletes
 
     def ids_in_order(self) -> np.ndarray:
         """The commands' cmd_ids, in output order."""

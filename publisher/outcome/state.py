@@ -176,6 +176,8 @@ class StateFolder:
     def __init__(self, base: Path, identity: Identity) -> None:
         self.identity = identity
         self.path = base / folder_name(identity.database, identity.schema)
+        # Where a state kept under another --state-dir is noted, for a run that forgot it.
+        self.pointer = default_state_dir() / "elsewhere" / f"{self.path.name}.json"
         try:
             self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._fd = os.open(self.path / _LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -248,6 +250,29 @@ class StateFolder:
         return Previous(generation, {name: folder / number for name, number in classes.items()},
                         reads={name: dict(digests) for name, digests in reads.items()
                                if name in classes and isinstance(digests, dict)})
+
+    def elsewhere(self) -> Path | None:
+        """Another folder the state of this database and schema was kept in (another
+        --state-dir), as the last kept one noted; None: none known."""
+        folder = self._noted()
+        return folder if folder not in (None, self.path) and (folder / CURRENT).exists() else None
+
+    def note_kept(self) -> None:
+        """Noted in the default state folder, when kept elsewhere (``elsewhere``): only a
+        hint, so a default folder that cannot be written is let be."""
+        if self.path.parent == default_state_dir() or self._noted() == self.path:
+            return
+        try:
+            self.pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.pointer.write_text(json.dumps({"state_dir": str(self.path)}), "utf-8")
+        except OSError:
+            pass
+
+    def _noted(self) -> Path | None:
+        try:
+            return Path(json.loads(self.pointer.read_text("utf-8"))["state_dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def begin(self, generation: int) -> NewGeneration:
         return NewGeneration(self, generation)

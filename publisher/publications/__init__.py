@@ -10,7 +10,7 @@ A fourth is one module against ``Publication``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -46,6 +46,9 @@ class Publication(Protocol):
     # Held across cycles where one publisher at a time may publish (the event log);
     # None: the publication is locked while open (the triggerless state) or needs none.
     lock: PublisherLock | None = None
+    # Which publication this is, for its delete guard's hold record (outcome/holds.py);
+    # None: it keeps none (a change format's export: run again with another limit).
+    hold_name: str | None = None
 
     def start(self) -> int:
         """A new cycle: what it will read, measured; the most rows one of its plans reads
@@ -62,6 +65,15 @@ class Publication(Protocol):
 
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         """The cycle's commands; its report (``phases.report``) filled as they are made."""
+
+    def class_objects(self, deletes: Mapping[str, int]) -> dict[str, int] | None:
+        """How many objects each class of ``deletes`` (this cycle's deletes by class) had
+        before the cycle, for a delete limit in percent; None where it is not known."""
+
+    def emptied(self) -> Collection[str]:
+        """The classes this cycle read empty whose state held objects (the delete guard
+        always holds their deletes)."""
+        return ()
 
     def acknowledge(self, phases: Phases) -> None:
         """The documents are durable: keep the cycle's outcome."""

@@ -3,7 +3,7 @@ against the published schema, statuses written back once the documents are durab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 
@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import Note
 from publisher.model.statuses import Status, StatusRange
+from publisher.outcome.holds import publication_name
 from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.outcome.status import EarlyStatuses, write_statuses
 from publisher.plans import Phases
@@ -43,6 +44,7 @@ class EventLogPublication(Publication):
     def __init__(self, settings: Settings, db: Database, log: EventLog) -> None:
         self.settings, self.db, self.log = settings, db, log
         self.lock = PublisherLock(db, lock_name(settings))
+        self.hold_name = publication_name(db.identity, settings, triggerless=False)
         self.loopback_user = loopback_user(settings.publisher_user, db.engine.url.username, settings.allow_loopback)
         sql = db.dialect.early_statuses
         self.early_sql = sql if not (settings.dry_run or settings.delete_processed) else None
@@ -104,6 +106,10 @@ class EventLogPublication(Publication):
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         planned, self.ranges = planned_rows(self.settings, self, phases, work)
         return planned
+
+    def class_objects(self, deletes: Mapping[str, int]) -> dict[str, int]:
+        # The rows are gone from the table already: what it holds now, and them.
+        return {name: self.current.count(name) + count for name, count in deletes.items()}
 
     def acknowledge(self, phases: Phases) -> None:
         phases.begin("writing statuses")

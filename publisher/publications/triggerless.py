@@ -9,21 +9,22 @@ sorted runs (delivery/ordered.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 
 import pyarrow as pa
-import sqlalchemy as sa
 
 from publisher.delivery.lineage import unpublished_objects
 from publisher.delivery.ordered import OrderedCommands
+from publisher.errors import ConfigError
 from publisher.model.catalogue import Table
 from publisher.model.policy import fingerprint
+from publisher.outcome.holds import publication_name
 from publisher.outcome.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.plans import ComparedClass, Phases
 from publisher.plans.triggerless_driver import compare_in_driver
 from publisher.publications import Planned, Publication, WorkFolder
+from publisher.reduce.objects import Change
 from publisher.settings import Settings, TriggerlessOptions
 from publisher.source.database import Database, connect, run_named
 from publisher.source.query_back import CurrentRows
@@ -32,14 +33,6 @@ from publisher.source.schema import published_catalogue
 # An event-id is the state's generation times this, plus the command's place in the cycle:
 # a cycle run again after a crash, before its state was kept, writes the same names.
 IDS_PER_GENERATION = 10**12
-
-
-def database_identity(db: Database) -> str:
-    """The database a state belongs to: its URL without password (SQLite: its file)."""
-    url = db.engine.url.set(password=None, query={})
-    if db.dialect.database_is_file and url.database:
-        url = url.set(database=str(Path(url.database).resolve()))
-    return url.render_as_string(hide_password=True)
 
 
 class TriggerlessPublication(Publication):
@@ -51,7 +44,7 @@ class TriggerlessPublication(Publication):
         self.current = CurrentRows(db, self.catalogue)
         self.classes = self.catalogue.reference_order()
         identity = Identity(
-            database_identity(db),
+            db.identity,
             settings.schema,
             tuple(sorted(settings.tables)),
             settings.time_syntax,
@@ -59,7 +52,9 @@ class TriggerlessPublication(Publication):
             fingerprint(settings.column_policy),
         )
         self.state = StateFolder(options.state_dir, identity)
+        self.hold_name = publication_name(db.identity, settings, triggerless=True)
         self.generation: NewGeneration | None = None
+        self.compared: dict[str, ComparedClass] = {}
 
     def __enter__(self) -> TriggerlessPublication:
         return self
@@ -68,13 +63,8 @@ class TriggerlessPublication(Publication):
         self.state.close()
 
     def start(self) -> int:
-        self.rows = {table.name: self._rows(table) for table in self.classes}
+        self.rows = {table.name: self.current.count(table.name) for table in self.classes}
         return max(self.rows.values(), default=0)
-
-    def _rows(self, table: Table) -> int:
-        with self.db.engine.connect() as connection:
-            source = sa.table(table.name, schema=self.current.schema)
-            return connection.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
 
     def _local_time(self) -> str | None:
         """The database's local time now, with future events (docs/triggerless.md)."""
@@ -89,21 +79,21 @@ class TriggerlessPublication(Publication):
         previous = self.previous = self.state.read()
         self.startup = None
         if previous.classes is None:
-            self.startup = self.options.startup
+            self.startup = self.options.startup or self._first_startup(previous)
             report.state_unused = f"no usable state ({previous.why_not}): startup {self.startup}"
         self.generation = generation = self.state.begin(previous.generation + 1)
         phases.begin("reading and comparing")
         local_time = self._local_time()
-        compared = []
+        self.compared = {}
         for table in self.classes:
-            result = self._compare(table, previous, work)
+            result = self.compared[table.name] = self._compare(table, previous, work)
             generation.keep_class(table.name, result.state, result.reads, previous)
-            compared.append(result)
             report.objects += result.objects
             report.failed += [(table.name, key, why) for key, why in result.failed]
             report.changes.update(result.changes)
             if result.unchanged:
                 report.unchanged_classes.append(table.name)
+        compared = list(self.compared.values())
         phases.begin("rendering", commands=sum(c.total for c in compared))
         runs, fates = [], [unpublished_objects(report.failed)]
         lineage = self.settings.lineage is not None
@@ -112,6 +102,20 @@ class TriggerlessPublication(Publication):
             runs += made
             fates.append(fated)
         return Planned(OrderedCommands(runs), pa.concat_tables([f for f in fates if f is not None]) if lineage else None)
+
+    def _first_startup(self, previous: Previous) -> str:
+        """Without --startup: resync on a first run; a usage error where a state exists
+        that cannot be used (docs/triggerless.md, Startup), as every object would be
+        published again."""
+        elsewhere = self.state.elsewhere() if not previous.generation else None
+        if not previous.generation and elsewhere is None:
+            return "resync"
+        where = f"is kept in {elsewhere.parent} (give --state-dir {elsewhere.parent})" if elsewhere else (
+            f"in {self.state.path} cannot be used: {previous.why_not}")
+        raise ConfigError(
+            f"the triggerless state of this database {where}; without it every object would be "
+            "published again. To start afresh, give --startup resync (publish every object's "
+            "current state), future (only record it) or all (add every object) on this run")
 
     def _compare(self, table: Table, previous: Previous, work: WorkFolder) -> ComparedClass:
         rows = self.rows[table.name]
@@ -122,6 +126,18 @@ class TriggerlessPublication(Publication):
         new_state = self.generation.class_folder(table.name)
         return compare_on_spark(self.settings, self.current, table, rows, previous, self.startup, new_state, work())
 
+    def class_objects(self, deletes: Mapping[str, int]) -> dict[str, int]:
+        return {name: self._objects_before(name) for name in deletes}
+
+    def emptied(self) -> list[str]:
+        return [name for name, result in self.compared.items()
+                if not result.objects and self._objects_before(name)]
+
+    def _objects_before(self, name: str) -> int:
+        """A class's objects in the state the cycle compared with."""
+        result = self.compared[name]
+        return result.objects - result.changes[Change.ADDED] + result.deletes
+
     def acknowledge(self, phases: Phases) -> None:
         report, generation = phases.report, self.generation
         # Rows read in another order (an update to the same values moves a row) give
@@ -130,6 +146,7 @@ class TriggerlessPublication(Publication):
         if changed:
             phases.begin("keeping the state")
             generation.commit()
+            self.state.note_kept()
             report.state_kept = True
 
     def close(self) -> None:

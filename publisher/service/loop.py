@@ -21,7 +21,7 @@ from functools import partial
 
 from publisher.cycle import CycleReport, run
 from publisher.delivery.sinks import FileSink, open_sink
-from publisher.errors import ConfigError, DatabaseUnreachable
+from publisher.errors import ConfigError, DatabaseUnreachable, DeletesHeld
 from publisher.outcome.lock import PublisherLock
 from publisher.publications import Publication
 from publisher.publications.event_log import EventLogPublication
@@ -57,6 +57,7 @@ class PollingService:
         self.wake = threading.Event()  # ends the pause between polls early
         self.metrics = Metrics()
         self.loopback_hinted = False
+        self.holding: list[str] | None = None  # the delete guard's hold, as logged
         self.last_active = time.monotonic()  # the last published command or heartbeat
 
     def stop(self, *_args: object) -> None:
@@ -124,8 +125,16 @@ class PollingService:
             try:
                 pause = cycle()
                 backoff = self.options.interval
+                if self.holding:
+                    log(logging.INFO, "hold ended")
+                    self.holding = None
+                    self.metrics.held.set(0)
             except ConfigError:
                 raise
+            except DeletesHeld as held:
+                self._held(held)
+                self.wake.wait(self.options.interval)
+                continue
             except Exception as exc:  # the service outlives any one failed cycle
                 log(logging.ERROR, "cycle failed", error=_one_line(exc), retry_in=f"{backoff:.0f}s")
                 self.stopping.wait(backoff)
@@ -134,6 +143,14 @@ class PollingService:
             if not pause or self.stopping.is_set():  # stop() may have come before wake was cleared
                 continue
             self.wake.wait(self.options.interval)
+
+    def _held(self, held: DeletesHeld) -> None:
+        """The delete guard held the cycle: logged once for as long as it holds the same."""
+        texts = [h.text() for h in held.held]
+        if texts != self.holding:
+            log(logging.WARNING, "cycle held", reason=str(held))
+            self.holding = texts
+        self.metrics.held.set(sum(h.deletes for h in held.held))
 
     def _heartbeat_if_due(self) -> None:
         """A heartbeat document after the Heartbeat Interval without a published command."""

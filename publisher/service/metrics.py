@@ -20,6 +20,9 @@ class Metrics:
             buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300),
             registry=self.registry,
         )
+        self.held = Gauge(
+            "xdspub_held_deletes", "Deletes the delete guard holds (docs/delivery.md)", registry=self.registry
+        )
         self.rows = Counter(
             "xdspub_rows_total", "Rows consumed, by status written", ["status"], registry=self.registry
         )

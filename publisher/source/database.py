@@ -20,6 +20,15 @@ class Database(NamedTuple):
     engine: sa.Engine
     dialect: Dialect
 
+    @property
+    def identity(self) -> str:
+        """Which database this is, for what is kept of it (a triggerless state, a hold):
+        its URL without password (SQLite: its file's full path)."""
+        url = self.engine.url.set(password=None, query={})
+        if self.dialect.database_is_file and url.database:
+            url = url.set(database=str(Path(url.database).resolve()))
+        return url.render_as_string(hide_password=True)
+
     def __enter__(self) -> Database:
         return self
 

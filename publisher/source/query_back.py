@@ -200,6 +200,12 @@ class CurrentRows:
         """Read by the driver (``current_table``)."""
         return current_table(self.db.engine, self.schema, table, key_names, wanted)
 
+    def count(self, name: str) -> int:
+        """How many rows the table (or view) ``name`` holds now."""
+        with self.db.engine.connect() as connection:
+            source = sa.table(name, schema=self.schema)
+            return connection.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
+
     def check(self, table: Table, key_names: Sequence[str], wanted: list | None) -> None:
         """Read by the driver and let go as it comes, a whole table too: whether the
         database reads it at all (DBAPIError when it refuses)."""
