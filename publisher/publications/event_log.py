@@ -10,6 +10,7 @@ from functools import cached_property
 import pyarrow as pa
 import sqlalchemy as sa
 
+from publisher.errors import ConfigError
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import Note
 from publisher.model.statuses import Status, StatusRange
@@ -46,6 +47,8 @@ class EventLogPublication(Publication):
         self.lock = PublisherLock(db, lock_name(settings))
         self.hold_name = publication_name(db.identity, settings, triggerless=False)
         self.loopback_user = loopback_user(settings.publisher_user, db.engine.url.username, settings.allow_loopback)
+        # The first cycle of a run whose publisher user was taken from the URL.
+        self.first_contact = settings.publisher_user is None
         sql = db.dialect.early_statuses
         self.early_sql = sql if not (settings.dry_run or settings.delete_processed) else None
         self.early: EarlyStatuses | None = None
@@ -105,6 +108,13 @@ class EventLogPublication(Publication):
 
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         planned, self.ranges = planned_rows(self.settings, self, phases, work)
+        report = phases.report
+        if self.first_contact and report.rows:
+            if report.loopback == report.rows:
+                # The usual first try, changes made as the user the publisher connects as:
+                # consumed, only SQL could put them back (docs/statuses.md, Loopback).
+                raise ConfigError(f"nothing was published or marked: {report.loopback_hint()}")
+            self.first_contact = False
         return planned
 
     def class_objects(self, deletes: Mapping[str, int]) -> dict[str, int]:
