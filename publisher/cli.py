@@ -554,7 +554,7 @@ def skip(through: int | None, before: Any, **options: Any) -> None:
 def release(classes: tuple[str, ...], **options: Any) -> None:
     """Let the next cycle publish the deletes the delete guard held, as many as were held
     (docs/delivery.md, Delete guard)."""
-    from publisher.outcome.holds import HoldRecord, publication_name
+    from publisher.outcome.record import PublicationRecord, publication_name
     from publisher.settings import Settings
     from publisher.source.database import connect
 
@@ -562,7 +562,7 @@ def release(classes: tuple[str, ...], **options: Any) -> None:
     options.pop("startup")
     settings = Settings(**options)
     with connect(settings.db_url) as db:
-        record = HoldRecord(settings.state_dir, publication_name(db.identity, settings, triggerless))
+        record = PublicationRecord(settings.state_dir, publication_name(db.identity, settings, triggerless))
     released = record.release(classes)
     if not released:
         click.echo("xdspub: nothing is held" + (f" of {', '.join(classes)}" if classes else ""), err=True)

@@ -15,7 +15,8 @@ from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.ordered import OrderedCommands
 from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import DeletesHeld, SinkError
-from publisher.outcome.holds import HoldRecord, held_classes
+from publisher.model.statuses import reason_text
+from publisher.outcome.record import PUBLISHED, PublicationRecord, held_classes
 from publisher.plans import Phases
 from publisher.progress import CycleProgress, Silent
 from publisher.publications import Planned, Publication, event_log
@@ -51,6 +52,9 @@ def run(settings: Settings, publication: Publication, sink: Sink,
     report = CycleReport()
     phases = Phases(report, progress or Silent())
     lineage = LineageRecord(settings.lineage) if settings.lineage else None
+    name = publication.record_name
+    record = PublicationRecord(settings.state_dir, name) if name else None
+    outcome = "failed"
     try:
         with ExitStack() as scratch:
             if settings.on_spark(publication.start()):
@@ -66,7 +70,7 @@ def run(settings: Settings, publication: Publication, sink: Sink,
                 return folder[0]
 
             planned = publication.plan(phases, work)
-            hold = _guarded(settings, publication, planned.commands)
+            _guard(settings, publication, planned.commands, record)
             phases.begin("writing documents", commands=planned.commands.total)
             report.commands = planned.commands.total
             if lineage is None:
@@ -75,35 +79,41 @@ def run(settings: Settings, publication: Publication, sink: Sink,
                 report.documents = _publish_with_lineage(sink, planned, lineage)
         if not settings.dry_run:
             publication.acknowledge(phases)
-            if hold is not None:
-                hold.clear()
         phases.end()
+        outcome = PUBLISHED
         return report
+    except DeletesHeld:
+        outcome = "held"
+        raise
+    except BaseException as exc:
+        outcome = f"failed: {reason_text((str(exc).strip().splitlines() or [type(exc).__name__])[0])}"
+        raise
     finally:
         publication.close()
         phases.progress.close()
+        if record is not None and not settings.dry_run:
+            record.cycle_ended(outcome, {"summary": report.summary(), **report.log_fields()})
 
 
-def _guarded(settings: Settings, publication: Publication, commands: OrderedCommands) -> HoldRecord | None:
-    """The delete guard (docs/delivery.md, Delete guard): DeletesHeld, the hold kept, when
-    the cycle deletes more of a class than --max-deletes or deletes a class read empty,
-    past what ``xdspub release`` allowed; the publication's hold record, to clear once the
-    cycle is kept."""
-    hold = HoldRecord(settings.state_dir, publication.hold_name) if publication.hold_name else None
+def _guard(settings: Settings, publication: Publication, commands: OrderedCommands,
+           record: PublicationRecord | None) -> None:
+    """The delete guard (docs/delivery.md, Delete guard): DeletesHeld, the hold kept in
+    ``record``, when the cycle deletes more of a class than --max-deletes or deletes a
+    class read empty, past what ``xdspub release`` allowed."""
     if settings.release_deletes:
-        return hold
+        return
     deletes = commands.deletes_by_class()
     if not deletes:
-        return hold
+        return
     objects = publication.class_objects(deletes) if settings.max_deletes.percent is not None else None
-    released = hold.released() if hold is not None else {}
+    released = record.released() if record is not None else {}
     held = held_classes(deletes, objects, publication.emptied(), settings.max_deletes, released)
     if not held:
-        return hold
-    if hold is not None and not settings.dry_run:
-        hold.hold(held)
+        return
+    if record is not None and not settings.dry_run:
+        record.hold(held)
     going_on = ("`xdspub release` with the same options, then run again, or run export once with "
-                "--release-deletes" if hold is not None else "run again with a higher --max-deletes")
+                "--release-deletes" if record is not None else "run again with a higher --max-deletes")
     raise DeletesHeld(
         f"the delete guard held the cycle: {'; '.join(h.text() for h in held)}. Nothing was "
         f"published or marked. If these deletes are meant: {going_on} (docs/delivery.md, "

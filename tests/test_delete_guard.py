@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from publisher.cli import cli
-from publisher.outcome.holds import EMPTY_READ, Held, held_classes
+from publisher.outcome.record import EMPTY_READ, Held, held_classes
 from publisher.outcome.state import CURRENT
 from publisher.settings import DeleteLimit
 from tests.conftest import free_port, make_sample_db

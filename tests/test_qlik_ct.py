@@ -546,7 +546,7 @@ def test_dfm_nested_too_deep_or_too_long(tmp_path) -> None:
         read_files(tmp_path)
 
 
-def test_parquet_value_python_cannot_hold_names_its_row(tmp_path) -> None:
+def test_parquet_value_python_cannot_record_names_its_row(tmp_path) -> None:
     columns = ("id", "born")
     rows = [ct_row(n, "I", hexed(*columns, columns=columns), str(n), n) for n in (1, 2)]
     rows[1][-1] = 2**31 - 1  # days after 1970: past year 9999

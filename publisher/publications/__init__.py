@@ -48,7 +48,7 @@ class Publication(Protocol):
     lock: PublisherLock | None = None
     # Which publication this is, for its delete guard's hold record (outcome/holds.py);
     # None: it keeps none (a change format's export: run again with another limit).
-    hold_name: str | None = None
+    record_name: str | None = None
 
     def start(self) -> int:
         """A new cycle: what it will read, measured; the most rows one of its plans reads

@@ -14,7 +14,7 @@ from publisher.errors import ConfigError
 from publisher.model.catalogue import Catalogue
 from publisher.model.rows import Note
 from publisher.model.statuses import Status, StatusRange
-from publisher.outcome.holds import publication_name
+from publisher.outcome.record import publication_name
 from publisher.outcome.lock import PublisherLock, lock_name
 from publisher.outcome.status import EarlyStatuses, write_statuses
 from publisher.plans import Phases
@@ -45,7 +45,7 @@ class EventLogPublication(Publication):
     def __init__(self, settings: Settings, db: Database, log: EventLog) -> None:
         self.settings, self.db, self.log = settings, db, log
         self.lock = PublisherLock(db, lock_name(settings))
-        self.hold_name = publication_name(db.identity, settings, triggerless=False)
+        self.record_name = publication_name(db.identity, settings, triggerless=False)
         self.loopback_user = loopback_user(settings.publisher_user, db.engine.url.username, settings.allow_loopback)
         # The first cycle of a run whose publisher user was taken from the URL.
         self.first_contact = settings.publisher_user is None

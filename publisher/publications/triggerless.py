@@ -19,7 +19,7 @@ from publisher.delivery.ordered import OrderedCommands
 from publisher.errors import ConfigError
 from publisher.model.catalogue import Table
 from publisher.model.policy import fingerprint
-from publisher.outcome.holds import publication_name
+from publisher.outcome.record import publication_name
 from publisher.outcome.state import Identity, NewGeneration, Previous, StateFolder
 from publisher.plans import ComparedClass, Phases
 from publisher.plans.triggerless_driver import compare_in_driver
@@ -52,7 +52,7 @@ class TriggerlessPublication(Publication):
             fingerprint(settings.column_policy),
         )
         self.state = StateFolder(options.state_dir, identity)
-        self.hold_name = publication_name(db.identity, settings, triggerless=True)
+        self.record_name = publication_name(db.identity, settings, triggerless=True)
         self.generation: NewGeneration | None = None
         self.compared: dict[str, ComparedClass] = {}
 
