@@ -549,6 +549,24 @@ def skip(through: int | None, before: Any, **options: Any) -> None:
 @cli.command()
 @database_options
 @mode_options
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Lines for a terminal, or one JSON object for tools.")
+def status(output_format: str, **options: Any) -> None:
+    """What the publication is doing: pending, E and W rows, the last cycle, the lock, the
+    delete guard's hold, the triggerless state (docs/status.md)."""
+    import json
+
+    from publisher.settings import Settings
+    from publisher.status import publication_status, status_text
+
+    triggerless = _triggerless(options)
+    found = publication_status(Settings(**options), triggerless)
+    click.echo(json.dumps(found, default=str) if output_format == "json" else status_text(found))
+
+
+@cli.command()
+@database_options
+@mode_options
 @_option("--class", "classes", multiple=True, metavar="CLASS",
          help="Release only this class's held deletes (repeatable; default: every class held).")
 def release(classes: tuple[str, ...], **options: Any) -> None:

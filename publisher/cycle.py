@@ -92,7 +92,9 @@ def run(settings: Settings, publication: Publication, sink: Sink,
         publication.close()
         phases.progress.close()
         if record is not None and not settings.dry_run:
-            record.cycle_ended(outcome, {"summary": report.summary(), **report.log_fields()})
+            failed = [list(f) for f in report.failed[:100]]  # triggerless: objects not published
+            record.cycle_ended(outcome, {"summary": report.summary(), **report.log_fields(), "failed": failed},
+                               report.notes)
 
 
 def _guard(settings: Settings, publication: Publication, commands: OrderedCommands,

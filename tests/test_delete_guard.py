@@ -5,6 +5,7 @@ is not replaced without --startup (docs/triggerless.md, Startup)."""
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
 
@@ -70,6 +71,10 @@ def test_an_event_log_mass_delete_is_held_until_released(people, tmp_path) -> No
     assert "Nothing was published or marked" in held.stderr
     assert not (tmp_path / "held.xml").exists()
     assert {r for r, letter in people.statuses().items() if letter == "N"} == pending
+    shown = json.loads(xdspub(people, "status", "--format", "json", state=state).stdout)
+    assert shown["hold"]["held"] == [{"class_name": "usr", "deletes": USERS, "objects": None,
+                                      "why": "over --max-deletes 10"}]
+    assert shown["last_cycle"]["outcome"] == "held" and shown["pending"] == {"usr": USERS}
     # A percentage of what the class had: the rows are gone, counted back.
     held = xdspub(people, "export", "--out", str(tmp_path / "held.xml"), "--max-deletes", "50%", state=state)
     assert held.exit_code == 6 and f"usr: {USERS} deletes of the {USERS} it had" in held.stderr
@@ -96,6 +101,8 @@ def test_a_triggerless_class_read_empty_is_held(people, tmp_path) -> None:
     assert held.exit_code == 6 and f"usr: read empty, {USERS} deletes" in held.stderr, held.output
     assert not (tmp_path / "held.xml").exists()
     assert {p: p.read_text() for p in state.rglob(CURRENT)} == kept
+    shown = xdspub(people, "status", *triggerless, state=state).stdout
+    assert "HELD since " in shown and f"usr {USERS} deletes (read empty)" in shown, shown
 
     once = xdspub(people, "export", *triggerless, "--out", str(tmp_path / "deletes.xml"), "--release-deletes",
                   state=state)

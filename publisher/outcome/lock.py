@@ -87,6 +87,22 @@ class PublisherLock:
         if not self.try_acquire():
             raise PublisherBusy(f"another publisher is active on {self.name.log_table} (lock {self.name})")
 
+    def holder(self) -> str | None:
+        """Who holds the lock, as far as the database tells, without keeping it: a text
+        naming the holder; None: free."""
+        sql = self.db.dialect.publisher_lock
+        if sql is not None and sql.holder is not None:
+            with self.db.engine.connect() as connection:
+                found = connection.execute(sa.text(sql.holder), {"table": self._lock_table()}).first()
+            if found is None:
+                return None
+            user, client, application, since = found
+            return f"user {user} from {client or 'a local socket'} ({application or 'no application name'}) since {since}"
+        if self.try_acquire():  # free: let go at once
+            self.release()
+            return None
+        return "another session (the database does not tell which)"
+
     def held(self) -> bool:
         """Whether the lock is still ours: its session must still be alive. The lock's
         transaction is left open."""

@@ -25,6 +25,7 @@ from publisher.settings import DeleteLimit, Settings
 
 EMPTY_READ = "read empty"
 PUBLISHED = "published"  # a last cycle's outcome that ends the hold
+MAX_NOTED = 10_000  # E and W rows whose reasons a record keeps
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,10 @@ class PublicationRecord:
             raise ConfigError(f"the publication record {self.path} is not one xdspub wrote")
         return record
 
+    def reasons(self) -> dict[int, tuple[str, str]]:
+        """The letter and reason of each E and W row noted: record_id: (letter, why)."""
+        return {int(r): (letter, why) for r, (letter, why) in self.read().get("rows", {}).items()}
+
     def held(self) -> list[Held]:
         return [Held(**h) for h in self.read().get("hold", {}).get("held", [])]
 
@@ -121,15 +126,19 @@ class PublicationRecord:
             self._update(change)
         return chosen
 
-    def cycle_ended(self, outcome: str, summary: Mapping[str, Any]) -> None:
+    def cycle_ended(self, outcome: str, summary: Mapping[str, Any],
+                    notes: list[tuple[int, str, str]]) -> None:
         """The last cycle: ``outcome`` (published, held, failed: why) and its figures; a
-        published cycle ends the hold. Only a record, for ``xdspub status``: a state folder
-        that cannot be written is let be."""
+        published cycle ends the hold, and its ``notes`` (record_id, letter, why of its E
+        and W rows) are kept, the newest MAX_NOTED rows in all. Only a record, for
+        ``xdspub status``: a state folder that cannot be written is let be."""
 
         def change(record: dict) -> None:
             record["last_cycle"] = {"ended": _now(), "outcome": outcome, **summary}
             if outcome == PUBLISHED:
                 record.pop("hold", None)
+                rows = {**record.get("rows", {}), **{str(r): [letter, why] for r, letter, why in notes}}
+                record["rows"] = dict(sorted(rows.items(), key=lambda item: int(item[0]))[-MAX_NOTED:])
 
         try:
             self._update(change)

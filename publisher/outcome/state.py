@@ -18,7 +18,9 @@ import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -168,6 +170,25 @@ class NewGeneration:
         except OSError as exc:
             raise SinkError(f"cannot write the state in {folder}: {exc.strerror or exc}") from exc
         self.folder.sweep()
+
+
+def kept_state(base: Path, database: str, schema: str) -> dict[str, Any] | None:
+    """The state in use of ``database`` and ``schema`` under ``base``, read without the
+    lock a running publisher holds (``xdspub status``): its folder, generation, when it
+    was kept, what it was written for, and each class's objects; None: no state."""
+    folder = base / folder_name(database, schema)
+    try:
+        current = (folder / CURRENT).read_text().strip()
+        manifest_path = folder / current / MANIFEST
+        manifest = json.loads(manifest_path.read_text())
+        kept = datetime.fromtimestamp(manifest_path.stat().st_mtime, timezone.utc)
+        classes = {name: sum(pq.read_metadata(p).num_rows for p in (folder / current / str(number)).glob("*.parquet"))
+                   for name, number in manifest.get("classes", {}).items()}
+    except (OSError, ValueError, AttributeError) as exc:
+        return {"folder": str(folder), "unreadable": str(exc)} if folder.exists() else None
+    return {"folder": str(folder), "generation": int(current.removeprefix("gen-")),
+            "kept": kept.isoformat(timespec="seconds"), "time_syntax": manifest.get("time_syntax"),
+            "tables": manifest.get("tables"), "classes": classes}
 
 
 class StateFolder:

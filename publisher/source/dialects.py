@@ -45,6 +45,9 @@ class PublisherLockSql:
     # that gives it ({table}, {owner}); None where tables have no owners.
     other_owner: str | None = None
     give_owner: str | None = None
+    # Who holds the lock (:table, its name), read without taking it: one row (user,
+    # client, application, since) or none; None where only taking it can tell.
+    holder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,11 @@ POSTGRESQL = Dialect(
         # between statements: it holds back no vacuum elsewhere either.
         prepare=_PG_NO_TIMEOUTS,
         take="LOCK TABLE {table} IN EXCLUSIVE MODE NOWAIT",
+        holder=(
+            "SELECT a.usename, host(a.client_addr), a.application_name, a.backend_start FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.relation = to_regclass(:table) "
+            "AND l.granted AND l.mode = 'ExclusiveLock'"
+        ),
         privilege="UPDATE",
         error_code=lambda error: getattr(error, "sqlstate", None),
         busy="55P03",  # lock_not_available
