@@ -59,7 +59,7 @@ def main() -> None:
             documents = out / f"documents{round_}"
             documents.mkdir()
             runs = {
-                "export --dry-run": (["export", *base, "--dry-run", "--quiet", "--out", str(documents)], None),
+                "export --dry-run": (["export", *base, "--dry-run", "--quiet", "--max-deletes", "none", "--out", str(documents)], None),
                 "explain (json)": (["explain", *base, "--pending", "--format", "json"], out / "explain.jsonl"),
                 "explain (text)": (["explain", *base, "--pending"], out / "explain.txt"),
             }

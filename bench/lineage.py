@@ -26,7 +26,7 @@ import backlog  # noqa: E402  (bench/ is no package)
 import sqlalchemy as sa  # noqa: E402
 
 from publisher.cycle import export  # noqa: E402
-from publisher.settings import Settings  # noqa: E402
+from publisher.settings import DeleteLimit, Settings  # noqa: E402
 
 TARGET = 1.10
 
@@ -61,7 +61,7 @@ def main() -> None:
     if not args.loaded:
         backlog.load(args.db, args.schema, args.rows, args.objects, seed=1)
     settings = Settings(args.db, schema=args.schema, log_table=f"{args.schema}.indirect_process",
-                        batch_size=args.batch_size, dry_run=True, small_cycle_rows=0)
+                        batch_size=args.batch_size, dry_run=True, small_cycle_rows=0, max_deletes=DeleteLimit())
     seconds: dict[bool, list[float]] = {False: [], True: []}
     try:
         with tempfile.TemporaryDirectory(prefix="xdspub-lineage-") as work:

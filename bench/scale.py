@@ -157,7 +157,8 @@ def timed_export(
     wall, peak, stderr = run("xdspub export", [
         sys.executable, "-m", "publisher", "export", "--db", url, "--schema", schema,
         "--log-table", log, "--out", out, "--batch-size", str(batch_size),
-        "--small-cycle-rows", "0"], logs)  # the Spark plan, whatever the backlog's size
+        "--small-cycle-rows", "0",  # the Spark plan, whatever the backlog's size
+        "--max-deletes", "none"], logs)  # a backlog's deletes are meant
     timing, summary = TIMING.search(stderr), SUMMARY.search(stderr)
     if timing is None or summary is None:
         sys.exit(f"no summary or timing line in the export's standard error:\n{stderr[-2000:]}")

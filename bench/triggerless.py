@@ -124,7 +124,7 @@ def export(name: str, schema: str, state: Path, out: Path, logs: Path, startup: 
     """Cycle seconds (Spark start apart), peak KiB and commands of one triggerless export."""
     command = [sys.executable, "-m", "publisher", "export", "--db", URL, "--schema", schema,
                "--mode", "triggerless", "--state-dir", str(state), "--startup", startup,
-               "--batch-size", "128", "--out", str(out)]
+               "--batch-size", "128", "--max-deletes", "none", "--out", str(out)]
     _wall, peak, stderr = scale.run(name, command, logs / name)
     timing, commands = TIMING.search(stderr), COMMANDS.search(stderr)
     return float(timing.group(2)) if timing else float("nan"), peak, int(commands.group(1))

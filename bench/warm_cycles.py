@@ -13,7 +13,7 @@ import argparse
 import tempfile
 
 from publisher.cycle import export
-from publisher.settings import Settings
+from publisher.settings import DeleteLimit, Settings
 
 
 def main() -> None:
@@ -28,6 +28,7 @@ def main() -> None:
         schema=args.schema,
         log_table=f"{args.schema}.indirect_process",
         batch_size=args.batch_size,
+        max_deletes=DeleteLimit(),  # a backlog's deletes are meant
         dry_run=True,
     )
     for cycle in range(1, args.cycles + 1):
