@@ -166,6 +166,10 @@ class _DeleteLimitType(click.ParamType):
             self.fail(f"{value!r} is not N, N% or none", param, ctx)
 
 
+max_deletes_option = _option(
+    "--max-deletes", type=_DeleteLimitType(), default="500", show_default=True,
+    help="Most deletes of one class a cycle publishes: N, N% of the objects the class had, or "
+    "none; a cycle past it is held (docs/delivery.md, Delete guard).")
 database_options = _options(config_option, db_option, schema_option, log_table_option)
 # --mode and the triggerless options (_triggerless).
 mode_options = _options(
@@ -200,9 +204,7 @@ publishing_options = _options(
             help="Spark master URL."),
     _option("--small-cycle-rows", type=click.IntRange(min=0), default=10_000, show_default=True,
             help="Cycles of at most this many rows run in the driver, not on Spark."),
-    _option("--max-deletes", type=_DeleteLimitType(), default="500", show_default=True,
-            help="Most deletes of one class a cycle publishes: N, N% of the objects the class "
-            "had, or none; a cycle past it is held (docs/delivery.md, Delete guard)."),
+    max_deletes_option,
     mode_options,
 )
 
@@ -476,6 +478,7 @@ def poll(out: str, interval: int, heartbeat: float, post_statements: str | None,
 @time_syntax_option
 @exclude_columns_option
 @hash_columns_option
+@max_deletes_option
 @mode_options
 def explain(record_ids: tuple[int, ...], pending: bool, output_format: str, **options: Any) -> None:
     """Say what a cycle would make of each row: the command that would carry it, or why it

@@ -16,10 +16,10 @@ from publisher.delivery.ordered import OrderedCommands
 from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import DeletesHeld, SinkError
 from publisher.model.statuses import reason_text
-from publisher.outcome.record import PUBLISHED, PublicationRecord, held_classes
+from publisher.outcome.record import PUBLISHED, PublicationRecord
 from publisher.plans import Phases
 from publisher.progress import CycleProgress, Silent
-from publisher.publications import Planned, Publication, event_log
+from publisher.publications import Planned, Publication, event_log, held_deletes
 from publisher.publications.event_log import EventLogPublication
 from publisher.report import CycleReport
 from publisher.settings import Settings
@@ -99,17 +99,8 @@ def run(settings: Settings, publication: Publication, sink: Sink,
 
 def _guard(settings: Settings, publication: Publication, commands: OrderedCommands,
            record: PublicationRecord | None) -> None:
-    """The delete guard (docs/delivery.md, Delete guard): DeletesHeld, the hold kept in
-    ``record``, when the cycle deletes more of a class than --max-deletes or deletes a
-    class read empty, past what ``xdspub release`` allowed."""
-    if settings.release_deletes:
-        return
-    deletes = commands.deletes_by_class()
-    if not deletes:
-        return
-    objects = publication.class_objects(deletes) if settings.max_deletes.percent is not None else None
-    released = record.released() if record is not None else {}
-    held = held_classes(deletes, objects, publication.emptied(), settings.max_deletes, released)
+    """DeletesHeld, the hold kept in ``record``, when the delete guard holds the cycle."""
+    held = held_deletes(settings, publication, commands.deletes_by_class(), record)
     if not held:
         return
     if record is not None and not settings.dry_run:

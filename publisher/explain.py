@@ -9,6 +9,7 @@ state left as it was."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,12 +20,13 @@ import pyarrow as pa
 from lxml import etree
 
 from publisher.model import events as ev
-from publisher.model.commands import Command
+from publisher.model.commands import Command, CommandKind
 from publisher.model.statuses import Status, reason_text
+from publisher.outcome.record import PublicationRecord
 from publisher.plans import Phases
 from publisher.plans.driver_plan import DriverObjects, batches, objects_in_driver
 from publisher.progress import Silent
-from publisher.publications import triggerless
+from publisher.publications import Planned, Publication, held_deletes, triggerless
 from publisher.publications.event_log import EventLogPublication
 from publisher.reduce.loopback import LOOPBACK
 from publisher.reduce.rules import NOTHING_TO_SEND, VANISHED, Event
@@ -70,6 +72,7 @@ class Explained:
     kind: str | None = None
     association: str | None = None
     xml: str | None = None
+    held: str | None = None  # why the delete guard would hold its delete command
 
     @property
     def as_if_pending(self) -> bool:
@@ -96,6 +99,7 @@ def explain(settings: Settings, record_ids: Sequence[int], pending: bool) -> lis
         for batch in found.classified:
             _unpublished(batch, explained)
         _reduced(source, found, explained)
+        _mark_held(settings, source, list(explained.values()))
     missing = (Explained(r, None) for r in set(record_ids) - set(explained))
     return sorted([*explained.values(), *missing], key=lambda e: e.record_id)
 
@@ -115,6 +119,12 @@ def explain_objects(settings: Settings, options: TriggerlessOptions) -> list[Exp
             planned = publication.plan(phases, lambda: Path(work))
         finally:
             publication.close()
+        explained = _objects(planned)
+        _mark_held(settings, publication, explained)
+    return explained
+
+
+def _objects(planned: Planned) -> list[Explained]:
     lines = planned.fates.to_pylist()
     fates = {f["cmd_id"]: f for f in lines if f["cmd_id"] is not None}
     explained = []
@@ -126,6 +136,17 @@ def explain_objects(settings: Settings, options: TriggerlessOptions) -> list[Exp
     return explained + [Explained(None, None, f["class_name"], f["object_key"], fate=Fate.ERROR,
                                   status=Status.ERROR, reason=reason_text(f["reason"]))
                         for f in lines if f["reason"] is not None]
+
+
+def _mark_held(settings: Settings, publication: Publication, rows: list[Explained]) -> None:
+    """The rows whose delete command the delete guard would hold, with why."""
+    commands = {row.command: row.table_name for row in rows if row.kind == CommandKind.DELETE}
+    deletes = Counter(commands.values())
+    record = PublicationRecord(settings.state_dir, publication.record_name) if publication.record_name else None
+    held = {h.class_name: h.text() for h in held_deletes(settings, publication, deletes, record)}
+    for row in rows:
+        if row.kind == CommandKind.DELETE and row.table_name in held:
+            row.held = held[row.table_name]
 
 
 class _ChosenRows(EventLogPublication):
@@ -247,6 +268,8 @@ def text_lines(rows: Sequence[Explained]) -> Iterator[Line]:
 def _fate_text(row: Explained) -> Line:
     if row.fate == Fate.PUBLISHED:
         warned = [(f" with warning W: {row.reason}", "yellow")] if row.status == Status.WARNED else []
+        if row.held:
+            warned.append((f"; waits: the delete guard holds it ({reason_text(row.held)}: docs/delivery.md)", "red"))
         attribute = f", attribute {row.column_name}" if row.column_name else ""
         attribute += f", {row.rule}" if row.record_id is None else ""  # the object's change
         return [(f"published in command {row.command}", "green"),

@@ -75,6 +75,10 @@ def test_an_event_log_mass_delete_is_held_until_released(people, tmp_path) -> No
     assert shown["hold"]["held"] == [{"class_name": "usr", "deletes": USERS, "objects": None,
                                       "why": "over --max-deletes 10"}]
     assert shown["last_cycle"]["outcome"] == "held" and shown["pending"] == {"usr": USERS}
+    explained = xdspub(people, "explain", "--max-deletes", "10", "--format", "json", "--publisher-user", "p",
+                       state=state)
+    held_rows = [json.loads(line).get("held") for line in explained.stdout.splitlines()]
+    assert held_rows == [f"usr: {USERS} deletes, over --max-deletes 10"] * USERS, explained.output
     # A percentage of what the class had: the rows are gone, counted back.
     held = xdspub(people, "export", "--out", str(tmp_path / "held.xml"), "--max-deletes", "50%", state=state)
     assert held.exit_code == 6 and f"usr: {USERS} deletes of the {USERS} it had" in held.stderr

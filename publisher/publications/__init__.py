@@ -21,6 +21,7 @@ from publisher.delivery.ordered import OrderedCommands
 from publisher.model.rows import Note
 from publisher.model.statuses import StatusRange
 from publisher.outcome.lock import PublisherLock
+from publisher.outcome.record import Held, PublicationRecord, held_classes
 from publisher.plans import CycleSource, Phases
 from publisher.reduce.status_ranges import status_ranges
 from publisher.settings import Settings
@@ -104,3 +105,15 @@ def planned_rows(settings: Settings, source: CycleSource, phases: Phases,
     report.loopback, report.loopback_user = reduced.loopback, source.loopback_user
     report.not_selected, report.excluded = reduced.not_selected, reduced.excluded
     return Planned(reduced.commands, reduced.fates, reduced.exceptions), ranges
+
+
+def held_deletes(settings: Settings, publication: Publication, deletes: Mapping[str, int],
+                 record: PublicationRecord | None) -> list[Held]:
+    """The classes the delete guard holds (docs/delivery.md, Delete guard) of a cycle of
+    ``publication`` that deletes ``deletes`` objects of each class: past --max-deletes or
+    read empty, beyond what ``xdspub release`` allowed in ``record``."""
+    if settings.release_deletes or not deletes:
+        return []
+    objects = publication.class_objects(deletes) if settings.max_deletes.percent is not None else None
+    released = record.released() if record is not None else {}
+    return held_classes(deletes, objects, publication.emptied(), settings.max_deletes, released)
