@@ -272,7 +272,8 @@ def _chain_db(kind: str, tmp_path: Path) -> SampleDb:
 
 
 def _chain_settings(db: SampleDb, **overrides: object):
-    return replace(db.settings, **{"tables": CHAIN_CLASSES, "allow_loopback": True, **overrides})
+    return replace(db.settings, **{"tables": CHAIN_CLASSES, "allow_loopback": True, "release_deletes": True,
+                                   **overrides})
 
 
 def _person(db: SampleDb, key: int) -> str:
