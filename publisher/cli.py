@@ -268,29 +268,46 @@ def init_db_command(db_url: str, schema: str, log_table: str, sample: bool, trig
 @_option("--flavour", type=click.Choice(["field", "query-back"]), default="field",
          show_default=True, help="Per-field events 1/2/4, or query-back 5/6/8/4.")
 @_option("--install", is_flag=True, help="Install the triggers instead of printing them.")
+@_option("--uninstall", is_flag=True,
+         help="Drop the triggers (and functions) --install makes for the tables, where they exist.")
 @exclude_columns_option
 def triggers(db_url: str, schema: str, log_table: str, selection: tuple[str, ...],
-             tables: tuple[str, ...], flavour: str, install: bool,
+             tables: tuple[str, ...], flavour: str, install: bool, uninstall: bool,
              exclude_columns: tuple[str, ...]) -> None:
-    """Write (or install) publication triggers for the schema's tables (docs/triggers.md)."""
+    """Write (or install, or uninstall) publication triggers for the schema's tables
+    (docs/triggers.md)."""
     from publisher.model.catalogue import UnknownTable
     from publisher.source.database import connect, run_scripts
     from publisher.source.identifiers import UnsafeName
-    from publisher.source.triggers import trigger_script
+    from publisher.source.triggers import removal_script, trigger_script
 
+    if install and uninstall:
+        raise click.UsageError("--install and --uninstall exclude each other.")
     db = connect(db_url)
+    url = db.engine.url.render_as_string()
     try:
-        script = trigger_script(db, schema, log_table, tables or None, flavour, selection,
-                                exclude_columns)
+        if uninstall:
+            removal = removal_script(db, schema, log_table, tables or None, selection)
+        else:
+            script = trigger_script(db, schema, log_table, tables or None, flavour, selection,
+                                    exclude_columns)
     except (UnknownTable, UnsafeName) as exc:
         raise click.UsageError(str(exc)) from None
+    if uninstall:
+        if removal.ddl:
+            run_scripts(db, [removal.ddl])
+        for line in removal.removed:
+            click.echo(f"xdspub: removed {line}", err=True)
+        done = f"removed {len(removal.removed)} objects" if removal.removed else "nothing to remove"
+        click.echo(f"xdspub: {done} on {url}", err=True)
+        return
     for line in [*script.duplicable, *script.unindexed]:
         click.echo(f"xdspub: warning: {reason_text(line)}", err=True)
     if not install:
         click.echo(script.ddl, nl=False)
         return
     run_scripts(db, [script.ddl])
-    click.echo(f"xdspub: installed {flavour} triggers on {db.engine.url.render_as_string()}", err=True)
+    click.echo(f"xdspub: installed {flavour} triggers on {url}", err=True)
 
 
 @cli.command()

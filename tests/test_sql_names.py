@@ -103,7 +103,7 @@ def test_a_table_name_holding_a_control_character_is_refused(server):
     init_db(server.database, schema, "indirect_process", False, "none")
     table = HOSTILE.format(victim=f"DROP TABLE {server.victim}")
     server.execute(f"CREATE TABLE {server.qualified(schema, table)} (id INTEGER PRIMARY KEY, v TEXT)")
-    for args in ([], ["--install"], ["--table", table, "--install"]):
+    for args in ([], ["--install"], ["--table", table, "--install"], ["--uninstall"]):
         result = run("triggers", "--db", server.url, "--schema", schema, *args)
         assert result.exit_code == 2, result.output
         assert repr(table) in result.stderr and result.stdout == ""
@@ -153,6 +153,13 @@ def test_names_sql_would_misread_install_and_log(server, flavour):
     else:
         expected = [("Key=1", 5, ODD_TABLE, None, None), ("Key=1", 6, ODD_TABLE, None, None)]
     assert [tuple(r) for r in rows] == [*expected, ("Key=1", 4, ODD_TABLE, None, None)]
+    result = run("triggers", "--db", server.url, "--schema", schema, "--table", ODD_TABLE, "--uninstall")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count(f"trigger {server.quote(ODD_TABLE + '_log_insert')} on {table}") == 1
+    server.execute(f"INSERT INTO {table} ({server.quote('Key')}) VALUES (2)")  # logs nothing now
+    with server.engine.connect() as conn:
+        log = server.qualified(schema, "indirect_process")
+        assert conn.exec_driver_sql(f"SELECT count(*) FROM {log}").scalar() == len(rows)
     assert server.victim_is_there()
 
 

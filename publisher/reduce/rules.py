@@ -26,7 +26,7 @@ from publisher.model.commands import (
 )
 from publisher.model.policy import column_text
 from publisher.model.statuses import Status, reason_text, shown_value
-from publisher.model.value_text import (DN, InvalidValue, forbidden_position, key_text)
+from publisher.model.value_text import DN, InvalidValue, forbidden_position, key_text
 from publisher.reduce.references import Creations, created_between, referenced_values
 
 _TYPE_TEXT = re.compile(r"^[0-9]{1,9}\Z")

@@ -60,8 +60,13 @@ def derived_name(base: str, suffix: str, limit: int | None) -> str:
     if limit is None or len(full.encode()) <= limit:
         return full
     tail = f"_{hashlib.sha256(full.encode()).hexdigest()[:_HASH_DIGITS]}{suffix}"
-    room = limit - len(tail.encode())
-    return base.encode()[:room].decode("utf-8", "ignore") + tail
+    return cut_name(base, limit - len(tail.encode())) + tail
+
+
+def cut_name(name: str, limit: int) -> str:
+    """The longest start of ``name`` within ``limit`` bytes of UTF-8, cut between
+    characters: what PostgreSQL makes of a longer name."""
+    return name.encode()[:limit].decode("utf-8", "ignore")
 
 
 def lock_table_name(dialect: Dialect, log_table: str) -> str:

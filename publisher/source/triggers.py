@@ -9,10 +9,13 @@ asks the publisher to read them (types 5, 6, 4, and 8 for a child table's attrib
 One trigger per table and operation, each one INSERT ... SELECT of its event rows joined by
 UNION ALL, every row under its own condition, so that the rows of one change are written in
 order by one statement on every database. What differs between databases is data: a
-TriggerSql of SQL fragments, and the trigger skeleton sql/<database>/trigger.sql."""
+TriggerSql of SQL fragments, and the trigger skeleton sql/<database>/trigger.sql.
+
+``--uninstall`` drops them again (removal_script): the objects of the names they are given."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -27,10 +30,11 @@ from publisher.model.policy import ColumnPolicy, with_policy
 from publisher.settings import Settings
 from publisher.source.database import Database, filled
 from publisher.source.event_log import EventLog, open_event_log
-from publisher.source.identifiers import checked, derived_name, sql_quote
+from publisher.source.identifiers import checked, cut_name, derived_name, sql_quote
 from publisher.source.schema import is_bit, reflect_catalogue
 
 FLAVOURS = ("field", "query-back")
+_OPERATIONS = ("INSERT", "UPDATE", "DELETE")  # each table's triggers, one per operation
 # The event log columns a trigger writes, by their default names (docs/event-log.md).
 _WRITTEN = ("table_key", "event_type", "perpetrator", "table_name", "column_name", "old_value", "new_value")
 
@@ -55,6 +59,11 @@ class TriggerSql:
     from_dual: str  # what a SELECT that has a WHERE and no table needs
     literal_escapes: tuple[tuple[str, str], ...]  # characters escaped in a string literal
     drop: str  # removes trigger {name} (schema-qualified: {qualified}) of {table}
+    # The schema's triggers (:schema, None on SQLite: it has one) as (table, trigger) rows.
+    listed: str
+    # The schema's functions by name that may be a trigger's, those `drop` removes with it
+    # (:schema); None: a trigger has no function of its own.
+    functions: str | None = None
     # The database cuts a name longer than its limit instead of refusing it: an earlier
     # xdspub's triggers of a long table name may exist under the cut name, to be dropped.
     cuts_long_names: bool = False
@@ -92,6 +101,7 @@ SQLITE = TriggerSql(
     from_dual="",
     literal_escapes=(("'", "''"),),
     drop="DROP TRIGGER IF EXISTS {name};",
+    listed="SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger'",
 )
 
 POSTGRESQL = TriggerSql(
@@ -110,6 +120,14 @@ POSTGRESQL = TriggerSql(
     from_dual="",
     literal_escapes=(("'", "''"),),
     drop="DROP TRIGGER IF EXISTS {name} ON {table};\nDROP FUNCTION IF EXISTS {qualified}();",
+    listed=(
+        "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema AND NOT t.tgisinternal"
+    ),
+    functions=(  # as the skeleton makes them: no argument, returning trigger
+        "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = :schema AND p.pronargs = 0 AND p.prorettype = CAST('trigger' AS regtype)"
+    ),
     cuts_long_names=True,
 )
 
@@ -130,6 +148,11 @@ MARIADB = TriggerSql(
     from_dual=" FROM DUAL",
     literal_escapes=(("\\", "\\\\"), ("'", "''")),
     drop="DROP TRIGGER IF EXISTS {qualified};",
+    # BINARY: information_schema compares names regardless of case.
+    listed=(
+        "SELECT event_object_table, trigger_name FROM information_schema.triggers"
+        " WHERE BINARY event_object_schema = :schema"
+    ),
 )
 
 TRIGGER_SQL = {t.sql_dir: t for t in (SQLITE, POSTGRESQL, MARIADB)}
@@ -199,6 +222,44 @@ def trigger_script(db: Database, schema: str, log_table: str, tables: Sequence[s
     return TriggerScript("\n".join(scripts), unindexed, duplicable)
 
 
+@dataclass(frozen=True)
+class Removal:
+    ddl: str  # drops each object of ``removed``
+    removed: list[str]  # one line for each trigger and function found, quoted as in the DDL
+
+
+def removal_script(db: Database, schema: str, log_table: str, tables: Sequence[str] | None,
+                   selection: Sequence[str] = ()) -> Removal:
+    """The DDL that drops the publication triggers (and on PostgreSQL their functions)
+    `trigger_script` makes for the same tables, of those that exist: each recognised by
+    the name xdspub gives it on its table (the cut name of an earlier xdspub's too), so
+    that another trigger of the table stays. UnsafeName, UnknownTable as trigger_script."""
+    checked("--schema", schema)
+    db_schema = db.dialect.schema_named(schema)
+    views = set(sa.inspect(db.engine).get_view_names(schema=db_schema))
+    chosen = _chosen(reflect_catalogue(db, schema, log_table), views, tables, selection)
+    names = _Names(db, db_schema)
+    where = {"schema": db_schema}
+    with db.engine.connect() as conn:
+        triggers = {(table, name) for table, name in conn.execute(sa.text(names.sql.listed), where)}
+        functions = set()
+        if names.sql.functions is not None:
+            functions = set(conn.execute(sa.text(names.sql.functions), where).scalars())
+    drops, removed = [], []
+    made = (
+        (table, name) for table, operation in itertools.product(chosen, _OPERATIONS)
+        for name in names.trigger_names(checked("table", table), operation)
+    )
+    for table, name in dict.fromkeys(made):  # the cut names of a table's three may be one
+        found = [f"trigger {names.quote(name)} on {names.qualified(table)}"] if (table, name) in triggers else []
+        if name in functions:
+            found.append(f"function {names.qualified(name)}()")
+        if found:
+            drops.append(names.drop(name, table))
+            removed += found
+    return Removal("\n".join(drops), removed)
+
+
 def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None,
             selection: Sequence[str]) -> list[str]:
     """The tables to give triggers: the classes of ``selection`` (--tables) with their child
@@ -264,17 +325,45 @@ def _duplicable(inspector: sa.Inspector, db_schema: str | None, catalogue: Catal
     return found
 
 
-class _Writer:
+class _Names:
+    """The names of the triggers (and functions) xdspub gives the tables of one schema
+    (docs/triggers.md, Names), quoted, and the SQL that drops them."""
+
+    def __init__(self, db: Database, db_schema: str | None) -> None:
+        self.sql = TRIGGER_SQL[db.dialect.sql_dir]
+        self.quote = sql_quote(db.engine)
+        self.name_limit = db.dialect.identifier_bytes
+        self.db_schema = db_schema
+
+    def qualified(self, name: str, schema: str | None = None) -> str:
+        schema = schema if schema is not None else self.db_schema
+        return f"{self.quote(schema)}.{self.quote(name)}" if schema else self.quote(name)
+
+    def trigger_names(self, table: str, operation: str) -> list[str]:
+        """The name of ``table``'s trigger of ``operation`` (INSERT, UPDATE, DELETE), then
+        the one an earlier xdspub's took where the database cut its name."""
+        suffix = f"_log_{operation.lower()}"
+        name = derived_name(table, suffix, self.name_limit)
+        if name == table + suffix or not self.sql.cuts_long_names:
+            return [name]
+        return [name, cut_name(table + suffix, self.name_limit)]
+
+    def fields(self, name: str, table: str) -> dict[str, str]:
+        return {"name": self.quote(name), "qualified": self.qualified(name), "table": self.qualified(table)}
+
+    def drop(self, name: str, table: str) -> str:
+        return self.sql.drop.format(**self.fields(name, table))
+
+
+class _Writer(_Names):
     """The triggers of one schema, flavour and database."""
 
     def __init__(self, db: Database, catalogue: Catalogue, db_schema: str | None, log: EventLog,
                  flavour: str) -> None:
-        self.sql = TRIGGER_SQL[db.dialect.sql_dir]
+        super().__init__(db, db_schema)
         self.text = value_text_sql(db)
         self.skeleton = (resources.files("sql") / db.dialect.sql_dir / "trigger.sql").read_text("utf-8")
-        self.quote = sql_quote(db.engine)
-        self.name_limit = db.dialect.identifier_bytes
-        self.catalogue, self.db_schema, self.flavour = catalogue, db_schema, flavour
+        self.catalogue, self.flavour = catalogue, flavour
         self.collated = db.dialect.collated
         self.equals = _collated_equality(db, self.quote)
         log_schema = db.dialect.schema_named(log.table.schema)
@@ -283,10 +372,6 @@ class _Writer:
             checked(f"event log {log.table.name!r}, column", log.by_role[role])
         self.log_table = self.qualified(log.table.name, log_schema)
         self.log_columns = ", ".join(self.quote(log.by_role[c]) for c in _WRITTEN)
-
-    def qualified(self, name: str, schema: str | None = None) -> str:
-        schema = schema if schema is not None else self.db_schema
-        return f"{self.quote(schema)}.{self.quote(name)}" if schema else self.quote(name)
 
     # -- the events of each operation
 
@@ -486,30 +571,23 @@ class _Writer:
     # -- DDL
 
     def ddl(self, trigger: _Trigger) -> str:
-        suffix = f"_log_{trigger.operation.lower()}"
-        name = derived_name(trigger.table, suffix, self.name_limit)
-        fields = self._names(name, trigger.table)
-        script = ""
-        if name != trigger.table + suffix and self.sql.cuts_long_names:
-            # What an earlier xdspub made under the name the database cut.
-            script = self.sql.drop.format(**self._names(trigger.table + suffix, trigger.table)) + "\n"
+        name, *earlier = self.trigger_names(trigger.table, trigger.operation)
+        # What an earlier xdspub made under the name the database cut.
+        script = "".join(self.drop(cut, trigger.table) + "\n" for cut in earlier)
         if not trigger.events:
             none = f"-- {trigger.comment}; no column to log, so no trigger\n"
-            return script + none + self.sql.drop.format(**fields) + "\n"
+            return script + none + self.drop(name, trigger.table) + "\n"
         statement = self._statement(trigger)
         return script + filled(
             self.skeleton,
             {
-                **fields,
+                **self.fields(name, trigger.table),
                 "event": trigger.operation,
                 "comment": trigger.comment,
                 "statement": statement,
                 "body_quote": _dollar_quote(statement),
             },
         )
-
-    def _names(self, name: str, table: str) -> dict[str, str]:
-        return {"name": self.quote(name), "qualified": self.qualified(name), "table": self.qualified(table)}
 
     def _key(self, trigger: _Trigger, side: str) -> str:
         """The table_key of the trigger's object; a child row's parent as the parent row
