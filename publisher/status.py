@@ -15,6 +15,7 @@ from publisher.outcome.state import kept_state
 from publisher.settings import Settings, TriggerlessOptions
 from publisher.source.database import Database, connect
 from publisher.source.event_log import EventLog, open_event_log
+from publisher.source.triggers import trigger_status
 
 SHOWN_ROWS = 20  # E and W rows listed one by one; the rest are counted
 
@@ -32,6 +33,7 @@ def publication_status(settings: Settings, triggerless: TriggerlessOptions | Non
             status["pending"] = _pending(db, log)
             status["errors"] = _errors(db, log, record.reasons())
             status["lock"] = PublisherLock(db, lock_name(settings)).holder()
+            status["triggers"] = trigger_status(db, settings.schema, settings.log_table)
         else:
             status["state"] = kept_state(triggerless.state_dir, db.identity, settings.schema)
         return status
@@ -62,6 +64,20 @@ def _errors(db: Database, log: EventLog, reasons: dict[int, tuple[str, str]]) ->
     return {"tables": tables, "newest": rows}
 
 
+def _triggers_text(table: dict[str, Any]) -> str:
+    if not table["triggers"]:
+        return "none"
+    found = ", ".join(table["triggers"])
+    if table["gone"]:
+        return (f"{found}; STALE: written for columns the table no longer has "
+                f"({reason_text(', '.join(table['gone']))}): its changes fail; `xdspub triggers --install` again")
+    drift = [f"{what} {reason_text(', '.join(table[key]))}" for key, what in
+             (("added", "columns added since they were written:"), ("changed", "types changed:")) if table[key]]
+    if drift:  # field triggers log the columns they were written for, as they were
+        return f"{found}; {'; '.join(drift)}; `xdspub triggers --install` again"
+    return f"{found}; written by an xdspub that noted no columns" if table["unknown"] else f"{found}; match the columns"
+
+
 def status_text(status: dict[str, Any]) -> str:
     """The status as lines for a terminal, every text from the database made safe."""
     lines = [f"publication: {status['publication']}"]
@@ -87,6 +103,7 @@ def status_text(status: dict[str, Any]) -> str:
             lines.append(f"  record_id {row['record_id']}: {row['status']}: {reason_text(str(row['table']))} "
                          f"{reason_text(str(row['table_key']))}: {why}")
         lines.append(f"lock: {'held by ' + status['lock'] if status['lock'] else 'free'}")
+        lines += [f"triggers: {reason_text(t['table'])}: {_triggers_text(t)}" for t in status["triggers"]]
     if "state" in status:
         state = status["state"]
         if state is None:

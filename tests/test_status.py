@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from publisher.cli import cli
 from publisher.outcome.lock import PublisherLock, lock_name
+from tests.conftest import make_sample_db
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+def any_kind(request) -> str:
+    return request.param
 
 
 def xdspub(db, *args: str, state) -> object:
@@ -52,3 +59,25 @@ def test_status_of_a_triggerless_state(sample_db, tmp_path) -> None:
     shown = json.loads(xdspub(sample_db, "status", "--mode", "triggerless", "--format", "json", state=state).stdout)
     assert shown["state"]["generation"] == 1 and shown["state"]["classes"]["usr"] == 2
     assert shown["last_cycle"]["outcome"] == "published" and shown["last_cycle"]["objects"] == 4
+
+
+def test_status_says_whether_the_triggers_match_the_columns(any_kind, tmp_path) -> None:
+    db = make_sample_db(any_kind, tmp_path, triggers="field")
+    try:
+        state = tmp_path / "state"
+        shown = json.loads(xdspub(db, "status", "--format", "json", state=state).stdout)["triggers"]
+        usr = next(t for t in shown if t["table"] == "usr")
+        assert usr["triggers"] == ["INSERT", "UPDATE", "DELETE"] and not (usr["added"] or usr["gone"])
+        db.execute(f"ALTER TABLE {db.table('usr')} ADD COLUMN nick VARCHAR(20)")
+        if any_kind != "sqlite":  # SQLite refuses to drop a column a trigger names
+            db.execute(f"DROP VIEW {db.table('view_usr')}")
+            db.execute(f"ALTER TABLE {db.table('usr')} DROP COLUMN lname")
+        text = xdspub(db, "status", state=state).stdout
+        usr = next(line for line in text.splitlines() if line.startswith("triggers: usr:"))
+        if any_kind == "sqlite":
+            assert "columns added since they were written: nick" in usr
+        else:
+            assert "STALE" in usr and "(lname)" in usr, usr
+        assert "triggers: grp: INSERT, UPDATE, DELETE; match the columns" in text
+    finally:
+        db.drop()

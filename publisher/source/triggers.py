@@ -15,7 +15,10 @@ TriggerSql of SQL fragments, and the trigger skeleton sql/<database>/trigger.sql
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -59,7 +62,8 @@ class TriggerSql:
     from_dual: str  # what a SELECT that has a WHERE and no table needs
     literal_escapes: tuple[tuple[str, str], ...]  # characters escaped in a string literal
     drop: str  # removes trigger {name} (schema-qualified: {qualified}) of {table}
-    # The schema's triggers (:schema, None on SQLite: it has one) as (table, trigger) rows.
+    # The schema's triggers (:schema, None on SQLite: it has one) as (table, trigger,
+    # definition) rows, the definition holding the statement as it was written.
     listed: str
     # The schema's functions by name that may be a trigger's, those `drop` removes with it
     # (:schema); None: a trigger has no function of its own.
@@ -101,7 +105,7 @@ SQLITE = TriggerSql(
     from_dual="",
     literal_escapes=(("'", "''"),),
     drop="DROP TRIGGER IF EXISTS {name};",
-    listed="SELECT tbl_name, name FROM sqlite_master WHERE type = 'trigger'",
+    listed="SELECT tbl_name, name, sql FROM sqlite_master WHERE type = 'trigger'",
 )
 
 POSTGRESQL = TriggerSql(
@@ -121,8 +125,9 @@ POSTGRESQL = TriggerSql(
     literal_escapes=(("'", "''"),),
     drop="DROP TRIGGER IF EXISTS {name} ON {table};\nDROP FUNCTION IF EXISTS {qualified}();",
     listed=(
-        "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
-        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema AND NOT t.tgisinternal"
+        "SELECT c.relname, t.tgname, p.prosrc FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_proc p ON p.oid = t.tgfoid"
+        " WHERE n.nspname = :schema AND NOT t.tgisinternal"
     ),
     functions=(  # as the skeleton makes them: no argument, returning trigger
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
@@ -150,7 +155,7 @@ MARIADB = TriggerSql(
     drop="DROP TRIGGER IF EXISTS {qualified};",
     # BINARY: information_schema compares names regardless of case.
     listed=(
-        "SELECT event_object_table, trigger_name FROM information_schema.triggers"
+        "SELECT event_object_table, trigger_name, action_statement FROM information_schema.triggers"
         " WHERE BINARY event_object_schema = :schema"
     ),
 )
@@ -241,7 +246,7 @@ def removal_script(db: Database, schema: str, log_table: str, tables: Sequence[s
     names = _Names(db, db_schema)
     where = {"schema": db_schema}
     with db.engine.connect() as conn:
-        triggers = {(table, name) for table, name in conn.execute(sa.text(names.sql.listed), where)}
+        triggers = {(table, name) for table, name, _ in conn.execute(sa.text(names.sql.listed), where)}
         functions = set()
         if names.sql.functions is not None:
             functions = set(conn.execute(sa.text(names.sql.functions), where).scalars())
@@ -258,6 +263,55 @@ def removal_script(db: Database, schema: str, log_table: str, tables: Sequence[s
             drops.append(names.drop(name, table))
             removed += found
     return Removal("\n".join(drops), removed)
+
+
+def table_columns(inspector: sa.Inspector, db_schema: str | None, table: str) -> list[list[str]]:
+    """``table``'s columns as a trigger is written for them: [name, type] each."""
+    return [[c["name"], str(c["type"])] for c in inspector.get_columns(table, schema=db_schema)]
+
+
+def _columns_marker(columns: list[list[str]]) -> str:
+    """The columns a trigger was written for, in its statement (a comment, base64: no name
+    can end it), for ``xdspub status`` to compare with the table's columns now."""
+    return f"/* xdspub-columns: {base64.b64encode(json.dumps(columns).encode()).decode()} */"
+
+
+_MARKER = re.compile(r"/\* xdspub-columns: ([A-Za-z0-9+/=]*) \*/")
+
+
+def trigger_status(db: Database, schema: str, log_table: str) -> list[dict]:
+    """For each table that takes triggers (a class's, a child table): which of the
+    triggers xdspub gives it exist, and whether they were written for the columns the
+    table has now (docs/triggers.md, Status): ``added`` and ``gone`` columns (a gone
+    one makes the table's changes fail), ``changed`` types; ``unknown``: written by an
+    xdspub that did not note them."""
+    db_schema = db.dialect.schema_named(schema)
+    inspector = sa.inspect(db.engine)
+    views = set(inspector.get_view_names(schema=db_schema))
+    names = _Names(db, db_schema)
+    with db.engine.connect() as conn:
+        found = {(t, n): d for t, n, d in conn.execute(sa.text(names.sql.listed), {"schema": db_schema})}
+    status = []
+    for table in _chosen(reflect_catalogue(db, schema, log_table), views, None, ()):
+        now = dict(map(tuple, table_columns(inspector, db_schema, table)))
+        entry: dict = {"table": table, "triggers": [], "added": set(), "gone": set(), "changed": set(),
+                       "unknown": False}
+        for operation in _OPERATIONS:
+            definition = next((found[(table, n)] for n in names.trigger_names(table, operation)
+                               if (table, n) in found), None)
+            if definition is None:
+                continue
+            entry["triggers"].append(operation)
+            marker = _MARKER.search(definition or "")
+            if marker is None:
+                entry["unknown"] = True
+                continue
+            then = dict(map(tuple, json.loads(base64.b64decode(marker.group(1)))))
+            entry["added"] |= now.keys() - then.keys()
+            entry["gone"] |= then.keys() - now.keys()
+            entry["changed"] |= {c for c in now.keys() & then.keys() if now[c] != then[c]}
+        status.append({**entry, **{k: sorted(entry[k]) for k in ("added", "gone", "changed")}})
+    return status
 
 
 def _chosen(catalogue: Catalogue, views: set[str], tables: Sequence[str] | None,
@@ -361,6 +415,7 @@ class _Writer(_Names):
     def __init__(self, db: Database, catalogue: Catalogue, db_schema: str | None, log: EventLog,
                  flavour: str) -> None:
         super().__init__(db, db_schema)
+        self.inspector = sa.inspect(db.engine)
         self.text = value_text_sql(db)
         self.skeleton = (resources.files("sql") / db.dialect.sql_dir / "trigger.sql").read_text("utf-8")
         self.catalogue, self.flavour = catalogue, flavour
@@ -619,8 +674,9 @@ class _Writer(_Names):
             if event.when:
                 where = f"{self.sql.from_dual}\n        WHERE " + "\n        AND ".join(event.when)
             rows.append(f"    SELECT {values}{where}")
+        marker = _columns_marker(table_columns(self.inspector, self.db_schema, trigger.table))
         return (
-            f"    INSERT INTO {self.log_table}\n        ({self.log_columns})\n"
+            f"    INSERT {marker} INTO {self.log_table}\n        ({self.log_columns})\n"
             + "\n    UNION ALL\n".join(rows)
         )
 
