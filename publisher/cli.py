@@ -525,7 +525,7 @@ def skip(through: int | None, before: Any, **options: Any) -> None:
     from publisher.settings import Settings
 
     skipped = skip_pending(Settings(**options), through, before)
-    click.echo(f"xdspub: {skipped.summary(options['dry_run'])}", err=True)
+    click.echo(f"xdspub: {skipped.summary('skip', 'skipped', options['dry_run'])}", err=True)
 
 
 @cli.command()
