@@ -171,13 +171,16 @@ max_deletes_option = _option(
     help="Most deletes of one class a cycle publishes: N, N% of the objects the class had, or "
     "none; a cycle past it is held (docs/delivery.md, Delete guard).")
 database_options = _options(config_option, db_option, schema_option, log_table_option)
+state_dir_option = _option(
+    "--state-dir", type=click.Path(file_okay=False, path_type=Path),
+    help="Triggerless states and the publications' records: last cycle, delete guard hold, "
+    "E and W reasons (default: $XDG_STATE_HOME/xdspub).")
 # --mode and the triggerless options (_triggerless).
 mode_options = _options(
     _option("--mode", type=click.Choice(["eventlog", "triggerless"]), default="eventlog",
             show_default=True,
             help="Publish the event log, or compare the tables with the last cycle's state."),
-    _option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
-            help="Triggerless state and delete guard holds (default: $XDG_STATE_HOME/xdspub)."),
+    state_dir_option,
     _option("--startup", type=click.Choice(["resync", "future", "all"]),
             help="Triggerless, without a usable state: publish every object's current state "
             "(the first run's default), only record it, or add every object. A state that "
@@ -460,8 +463,11 @@ def export(out: str, quiet: bool, source: str, input_path: str | None, keys: tup
 @_option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_option("--no-wake", is_flag=True,
          help="Poll only every interval, even where the event log has the wake-up trigger.")
+@_option("--max-errors", type=click.IntRange(min=0), metavar="N",
+         help="Stop (exit 6) after a cycle that marks more than N rows E.")
 def poll(out: str, interval: int, heartbeat: float, post_statements: str | None,
-         metrics_port: int | None, log_format: str, no_wake: bool, **options: Any) -> None:
+         metrics_port: int | None, log_format: str, no_wake: bool, max_errors: int | None,
+         **options: Any) -> None:
     """The polling service: publish what is pending every interval, until SIGTERM."""
     from publisher.service import logs
     from publisher.service.loop import PollingService, ServiceOptions
@@ -474,7 +480,8 @@ def poll(out: str, interval: int, heartbeat: float, post_statements: str | None,
     options["query_limit"] = options["query_limit"] or DEFAULT_QUERY_LIMIT
     service = PollingService(
         Settings(**options),
-        ServiceOptions(interval, heartbeat, post_statements, metrics_port, wake=not no_wake),
+        ServiceOptions(interval, heartbeat, post_statements, metrics_port, wake=not no_wake,
+                       max_errors=max_errors),
         out,
         triggerless,
     )
@@ -563,7 +570,40 @@ def skip(through: int | None, before: Any, **options: Any) -> None:
     from publisher.settings import Settings
 
     skipped = skip_pending(Settings(**options), through, before)
-    click.echo(f"xdspub: {skipped.summary(options['dry_run'])}", err=True)
+    click.echo(f"xdspub: {skipped.summary('skip', 'skipped', options['dry_run'])}", err=True)
+
+
+@cli.command()
+@database_options
+@click.argument("record_ids", nargs=-1, type=click.IntRange(min=0), metavar="[RECORD_ID ...]")
+@_option("--from", "first", type=click.IntRange(min=0), metavar="RECORD_ID",
+         help="Rows from this record_id on, inclusive.")
+@_option("--through", "last", type=click.IntRange(min=0), metavar="RECORD_ID",
+         help="Rows up to this record_id, inclusive.")
+@_option("--status", "statuses", multiple=True, type=click.Choice(["S", "W", "E", "F"]),
+         help="Rows of this status (repeatable).")
+@_option("--reason", metavar="TEXT",
+         help="Rows whose reason holds TEXT (case-sensitive): as the publication's record under "
+         "--state-dir keeps it, or the last --reason-log gives it.")
+@_option("--reason-log", type=click.Path(exists=True), metavar="FILE|DIR",
+         help="Where else the reasons were written: a --lineage file or folder, or a poll "
+         "--log-format json log.")
+@state_dir_option
+@_option("--dry-run", is_flag=True, help="Count the rows, requeue none.")
+def requeue(record_ids: tuple[int, ...], first: int | None, last: int | None,
+            statuses: tuple[str, ...], reason: str | None, reason_log: str | None,
+            **options: Any) -> None:
+    """Set rows back to N, to be published again (docs/statuses.md): those that meet
+    every selector given; at least one is needed."""
+    from pathlib import Path
+
+    from publisher.outcome.requeue import Requeue, requeue as run_requeue
+    from publisher.settings import Settings
+
+    selection = Requeue(record_ids, first, last, statuses, reason,
+                        Path(reason_log) if reason_log else None)
+    requeued = run_requeue(Settings(**options), selection)
+    click.echo(f"xdspub: {requeued.summary('requeue', 'requeued', options['dry_run'])}", err=True)
 
 
 @cli.command()

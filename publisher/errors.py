@@ -36,6 +36,13 @@ class SinkError(XdspubError):
     exit_code = 4
 
 
+class TooManyErrors(XdspubError):
+    """poll --max-errors: one cycle marked more rows (objects, triggerless) E than allowed;
+    the service stops after that cycle's statuses are written."""
+
+    exit_code = 7
+
+
 class BrokerUnreachable(XdspubError):
     """The message broker --out names cannot be reached at start."""
 

@@ -139,6 +139,27 @@ def test_sigterm_finishes_the_cycle_and_exits_0(lite, tmp_path):
     assert set(lite.statuses().values()) == {"S"}
 
 
+def test_max_errors_stops_the_service_after_a_cycle_with_more_e_rows(lite, tmp_path):
+    lite.log(("idu=1", 9, "usr"), ("idu=2", 9, "usr"))  # unknown event_type: E
+    poll = Poll(lite, tmp_path / "out", tmp_path / "poll.log", "--max-errors", "2")
+    poll.wait_log("info cycle rows=2 commands=0 documents=0 status_E=2")  # not more than 2: on
+    with lite.engine.begin() as conn:  # one transaction: one cycle reads all four
+        conn.execute(
+            sa.text(f"INSERT INTO {lite.table('indirect_process')} (table_key, event_type, table_name) "
+                    "VALUES (:k, :t, 'usr')"),
+            [{"k": f"idu={i}", "t": 4 if i == 4 else 9} for i in range(3, 7)],
+        )
+    code = poll.process.wait(timeout=120)
+    poll.stream.close()
+    assert code == 7, poll.log()
+    assert poll.log().rstrip().endswith(
+        'error stopped reason="a cycle marked 3 rows E, more than --max-errors 2" exit_code=7'
+    )
+    # That cycle was published and marked before the service stopped.
+    assert lite.statuses() == {1: "E", 2: "E", 3: "E", 4: "S", 5: "E", 6: "E"}
+    assert [p.name for p in (tmp_path / "out").glob("*.xml")] == ["00000000000000000004.xml"]
+
+
 def test_kill_9_at_any_moment_then_restart_loses_nothing(server, tmp_path):
     out = tmp_path / "out"
     deletes(server, 1, 300)

@@ -8,46 +8,27 @@ touched and a row that stopped being pending is left alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
 
 from publisher.errors import ConfigError
 from publisher.model.statuses import Status, is_deleted
-from publisher.outcome.lock import PublisherLock, lock_name
+from publisher.outcome.by_hand import Changed, change_under_lock
 from publisher.settings import Settings
-from publisher.source.database import Database, connect
-from publisher.source.event_log import open_event_log
+from publisher.source.database import Database
+from publisher.source.event_log import EventLog
 from publisher.source.schema import published_catalogue
 
 
-@dataclass(frozen=True)
-class Skipped:
-    rows: int
-    low: int | None  # the lowest and highest record_id skipped (None: none)
-    high: int | None
-
-    def summary(self, dry_run: bool) -> str:
-        verb = "would skip" if dry_run else "skipped"
-        where = f" (record_id {self.low}..{self.high})" if self.rows else ""
-        return f"{verb} {self.rows} rows{where}"
-
-
-def skip_pending(settings: Settings, through: int | None, before: datetime | None) -> Skipped:
+def skip_pending(settings: Settings, through: int | None, before: datetime | None) -> Changed:
     """Consume (S, or delete with Delete Processed Rows) the pending rows whose record_id
     is at most ``through`` and whose event_time (UTC) is before ``before``, of the table
     selection's classes and child tables when there is one; with Dry Run, only count them."""
     if through is None and before is None:
         raise ConfigError("skip needs --through RECORD_ID or --before TIME")
-    with connect(settings.db_url) as db:
-        return _skipped(settings, db, through, before)
 
-
-def _skipped(settings: Settings, db: Database, through: int | None, before: datetime | None) -> Skipped:
-    lock = PublisherLock(db, lock_name(settings))
-    try:
-        log = open_event_log(db, settings)
+    def skip(conn: sa.Connection, db: Database, log: EventLog) -> Changed:
         c = log.column
         pending = [c("status") == Status.NEW]
         if through is not None:
@@ -58,18 +39,16 @@ def _skipped(settings: Settings, db: Database, through: int | None, before: date
         if settings.tables:
             catalogue = published_catalogue(settings, db)
             pending.append(c("table_name").in_([*catalogue.tables, *catalogue.child_tables]))
-        lock.acquire()
         record_id = c("record_id")
-        with db.engine.begin() as conn:
-            bounds = sa.select(sa.func.count(), sa.func.min(record_id), sa.func.max(record_id))
-            rows, low, high = conn.execute(bounds.where(*pending)).one()
-            if not rows or settings.dry_run:
-                return Skipped(rows, low, high)
-            within = [*pending, record_id.between(low, high)]
-            if is_deleted(Status.DONE, settings.delete_processed):
-                statement = log.table.delete().where(*within)
-            else:
-                statement = log.table.update().where(*within).values({c("status"): Status.DONE})
-            return Skipped(conn.execute(statement).rowcount, low, high)
-    finally:
-        lock.release()
+        bounds = sa.select(sa.func.count(), sa.func.min(record_id), sa.func.max(record_id))
+        rows, low, high = conn.execute(bounds.where(*pending)).one()
+        if not rows or settings.dry_run:
+            return Changed(rows, low, high)
+        within = [*pending, record_id.between(low, high)]
+        if is_deleted(Status.DONE, settings.delete_processed):
+            statement = log.table.delete().where(*within)
+        else:
+            statement = log.table.update().where(*within).values({c("status"): Status.DONE})
+        return Changed(conn.execute(statement).rowcount, low, high)
+
+    return change_under_lock(settings, skip)

@@ -20,10 +20,10 @@ from publisher.source.dialects import EarlyStatusSql
 from publisher.source.event_log import EventLog
 
 
-def _write(conn: sa.Connection, log: EventLog, ranges: Iterable[StatusRange],
-           delete_processed: bool, was: str = Status.NEW, *also: sa.ColumnElement[bool]) -> None:
+def write_ranges(conn: sa.Connection, log: EventLog, ranges: Iterable[StatusRange],
+                 delete_processed: bool, was: str = Status.NEW, *also: sa.ColumnElement[bool]) -> int:
     """``ranges``' letters on their rows whose status is ``was`` and of which ``also`` holds
-    (or those rows deleted)."""
+    (or those rows deleted); how many rows changed."""
     record_id, status = log.column("record_id"), log.column("status")
     in_range = sa.and_(
         record_id.between(sa.bindparam("low"), sa.bindparam("high")), status == was, *also
@@ -36,16 +36,14 @@ def _write(conn: sa.Connection, log: EventLog, ranges: Iterable[StatusRange],
             deletes.append({"low": low, "high": high})
         else:
             updates.append({"letter": letter, "low": low, "high": high})
-    if updates:
-        conn.execute(update, updates)
-    if deletes:
-        conn.execute(delete, deletes)
+    changed = conn.execute(update, updates).rowcount if updates else 0
+    return changed + (conn.execute(delete, deletes).rowcount if deletes else 0)
 
 
 def write_statuses(engine: sa.Engine, log: EventLog, ranges: Iterable[StatusRange],
                    delete_processed: bool) -> None:
     with engine.begin() as conn:
-        _write(conn, log, ranges, delete_processed)
+        write_ranges(conn, log, ranges, delete_processed)
 
 
 class EarlyStatuses:
@@ -69,7 +67,7 @@ class EarlyStatuses:
 
     def _mark(self, ranges: list[StatusRange]) -> None:
         try:
-            _write(self.conn, self.log, ranges, False)
+            write_ranges(self.conn, self.log, ranges, False)
         except BaseException as exc:  # raised in the cycle's thread, by commit
             self.failure = exc
 
@@ -88,7 +86,7 @@ class EarlyStatuses:
             raise self.failure
         # Only rows this transaction made S: another session's S stays.
         mine = sa.text(self.sql.changed_here)
-        _write(self.conn, self.log, exceptions, False, Status.DONE, mine)
+        write_ranges(self.conn, self.log, exceptions, False, Status.DONE, mine)
         self.conn.commit()
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ from functools import partial
 
 from publisher.cycle import CycleReport, run
 from publisher.delivery.sinks import FileSink, open_sink
-from publisher.errors import ConfigError, DatabaseUnreachable, DeletesHeld
+from publisher.errors import ConfigError, DatabaseUnreachable, DeletesHeld, TooManyErrors
 from publisher.outcome.lock import PublisherLock
 from publisher.publications import Publication
 from publisher.publications.event_log import EventLogPublication
@@ -44,6 +44,7 @@ class ServiceOptions:
     post_statements: str | None = None  # SQL run after an active cycle
     metrics_port: int | None = None
     wake: bool = True  # poll at once when the event log's trigger says rows were logged
+    max_errors: int | None = None  # stop when a cycle marks more rows E (None: never)
 
 
 class PollingService:
@@ -89,7 +90,11 @@ class PollingService:
             if self.settings.on_spark(self.settings.query_limit or 0):
                 self._warm_spark()  # a cycle may be too big for the driver: Spark ready before it
             stack.enter_context(self._wake_ups(publication))
-            self._every_interval(partial(self._poll, publication))
+            try:
+                self._every_interval(partial(self._poll, publication))
+            except TooManyErrors as exc:
+                log(logging.ERROR, "stopped", reason=str(exc), exit_code=exc.exit_code)
+                return exc.exit_code
         log(logging.INFO, "stopped")
         return 0
 
@@ -129,7 +134,7 @@ class PollingService:
                     log(logging.INFO, "hold ended")
                     self.holding = None
                     self.metrics.held.set(0)
-            except ConfigError:
+            except (ConfigError, TooManyErrors):
                 raise
             except DeletesHeld as held:
                 self._held(held)
@@ -225,6 +230,10 @@ class PollingService:
             log(logging.WARNING, "loopback rows not published", hint=hint)
             self.loopback_hinted = True  # once: a service may see them every cycle
         log(logging.INFO, "cycle", **report.log_fields(), seconds=f"{seconds:.2f}")
+        errors, allowed = len(report.errors), self.options.max_errors
+        if allowed is not None and errors > allowed:
+            marked = "objects" if report.compared else "rows"
+            raise TooManyErrors(f"a cycle marked {errors} {marked} E, more than --max-errors {allowed}")
         return report
 
 
