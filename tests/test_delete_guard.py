@@ -115,7 +115,15 @@ def test_a_triggerless_class_read_empty_is_held(people, tmp_path) -> None:
     assert {p: p.read_text() for p in state.rglob(CURRENT)} != kept
 
 
-def test_a_triggerless_state_that_cannot_be_used_needs_startup(sample_db, tmp_path) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sample(request, tmp_path):
+    db = make_sample_db(request.param, tmp_path)
+    yield db
+    db.drop()
+
+
+def test_a_triggerless_state_that_cannot_be_used_needs_startup(sample, tmp_path) -> None:
+    sample_db = sample
     sample_db.add_user(1, "a", None, None)
     state, out = tmp_path / "state", str(tmp_path / "out.xml")
     assert xdspub(sample_db, "export", "--mode", "triggerless", "--out", out, state=state).exit_code == 0
