@@ -160,3 +160,22 @@ def test_poll_holds_logs_once_and_goes_on_when_released(tmp_path) -> None:
         assert poll.terminate() == 0
     assert poll.log().count("cycle held") == 1
     db.drop()
+
+
+def test_a_change_format_export_past_the_limit_is_held(tmp_path) -> None:
+    from tests.test_qlik_kafka import jsonl, message, metadata
+
+    columns = [("K", "STRING", 1), ("V", "STRING", 0)]
+    path = tmp_path / "messages.jsonl"
+    path.write_text(jsonl(metadata("T", columns), *(message("T", "DELETE", {"K": str(k), "V": "v"})
+                                                    for k in range(3))))
+    out = tmp_path / "out.xml"
+
+    def export(limit: str):
+        return CliRunner().invoke(cli, ["export", "--source", "qlik-kafka", "--input", str(path),
+                                        "--out", str(out), "--max-deletes", limit])
+
+    held = export("2")
+    assert held.exit_code == 6 and "T: 3 deletes, over --max-deletes 2" in held.stderr, held.output
+    assert "run again with a higher --max-deletes" in held.stderr and not out.exists()
+    assert export("3").exit_code == 0 and deletes_in(out) == 3
