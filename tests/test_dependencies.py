@@ -81,3 +81,14 @@ def test_the_whole_installed_tree_is_pinned() -> None:
 
 def test_install_sh_installs_with_the_constraints() -> None:
     assert "-c constraints.txt" in (ROOT / "install.sh").read_text()
+
+
+def test_ci_runs_the_readmes_set_up_commands() -> None:
+    """README's first block: the demo command and the test command, each as .ci/run runs it."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("\n    ./install.sh"):readme.index("\n\n", readme.index("\n    ./install.sh"))]
+    commands = [line.split("#", 1)[0].strip() for line in block.strip("\n").splitlines()]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands == ["./install.sh && .venv/bin/xdspub demo", "./install.sh --test && .venv/bin/python -m pytest"]
+    assert "./install.sh && .venv/bin/xdspub demo >/dev/null" in ci
+    assert "{ ./install.sh --test && .venv/bin/python -m pytest; }" in ci

@@ -28,8 +28,9 @@ DRIVER_MEMORY = "512m"
 # One GC thread and no region bookkeeping: a smaller JVM beside the Python workers.
 JAVA_OPTIONS = "-XX:+UseSerialGC"
 # The driver's JVM runs the client compiler alone: it moves little of a cycle's data, and
-# the optimising compiler's threads would take the cores from the Python workers (README,
-# Measured). A cluster's executors keep both: theirs read MariaDB's and SQLite's rows.
+# the optimising compiler's threads would take the cores from the Python workers
+# (bench/README.md, Measured). A cluster's executors keep both: theirs read MariaDB's and
+# SQLite's rows.
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # The driver JVM maps the classes it loads at start from an archive that set-up wrote
 # (class_archive): start-up spends most of its time loading and verifying them. A missing
