@@ -65,6 +65,23 @@ def test_export_to_a_file_publishes_what_the_triggers_logged(logged_db, tmp_path
     assert "0 rows read" in again.stderr
 
 
+def test_export_to_a_file_with_no_command_leaves_the_file_as_it_was(logged_db, tmp_path):
+    """docs/delivery.md, Output forms: nothing pending writes no file; the last one stays."""
+    out = tmp_path / "out.xml"
+    assert run("export", "--db", logged_db, "--out", str(out)).exit_code == 0
+    published = out.read_bytes()
+    again = run("export", "--db", logged_db, "--out", str(out))
+    assert again.exit_code == 0 and "0 rows read, 0 commands, 0 documents" in again.stderr
+    assert out.read_bytes() == published
+    # Triggerless alike: a first cycle that only records the state publishes nothing.
+    fresh = tmp_path / "fresh.xml"
+    recorded = run("export", "--db", logged_db, "--out", str(fresh), "--mode", "triggerless",
+                   "--state-dir", str(tmp_path / "state"), "--startup", "future")
+    assert recorded.exit_code == 0, recorded.output
+    assert "0 commands, 0 documents" in recorded.stderr and not fresh.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.db", "cli.db.xdspub-lock", "out.xml", "state"]
+
+
 def test_export_to_a_directory_names_documents_by_first_record_id(logged_db, tmp_path):
     out = tmp_path / "docs"
     result = run("export", "--db", logged_db, "--out", str(out), "--batch-size", "3")

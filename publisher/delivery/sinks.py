@@ -52,13 +52,16 @@ def _xml(commands: OrderedCommands) -> Iterator[bytes]:
 
 
 class FileSink:
-    """One <nds> document holding every command in order."""
+    """One <nds> document holding every command in order; a cycle with no command writes
+    none, and the file stays as it was (docs/delivery.md, Output forms)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.work_parent = path.parent
 
     def publish(self, commands: OrderedCommands) -> int:
+        if not commands.total:
+            return 0
         write_durably(self.path, lambda stream: write_stream(stream, _xml(commands)))
         sync_directory(self.path.parent)
         return 1
