@@ -204,9 +204,22 @@ class _Group(click.Group):
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
-            text = reason_text(f"{type(exc).__name__}: {exc}")
-            click.echo(f"xdspub: internal error: {text} (--debug shows where; please report it)", err=True)
+            click.echo(f"xdspub: {_unforeseen(exc)}", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+def _unforeseen(exc: Exception) -> str:
+    """An error no rule foresaw, in one line: the database's (the first line of its
+    message: a person reads it), or the publisher's own, to report."""
+    from sqlalchemy.exc import DBAPIError
+
+    if isinstance(exc, DBAPIError):
+        from publisher.source.database import first_line
+
+        what = type(exc.orig).__name__ if exc.orig is not None else type(exc).__name__
+        return f"database error: {reason_text(f'{what}: {first_line(exc)}')} (--debug shows where)"
+    text = reason_text(f"{type(exc).__name__}: {exc}")
+    return f"internal error: {text} (--debug shows where; please report it)"
 
 
 @click.group(cls=_Group)

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from lxml import etree
 
 from publisher.cli import cli
+from tests.conftest import free_port, make_sample_db
 
 
 def run(*args: str, env: dict[str, str] | None = None):
@@ -166,6 +167,43 @@ def test_an_internal_error_is_one_line_and_exit_5(logged_db, tmp_path, monkeypat
     )
     with pytest.raises(RuntimeError, match="a bug"):  # raised: Python prints its traceback
         run("--debug", "export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
+
+
+# A trigger that refuses to mark the event log's rows, with a message of two lines.
+FROZEN = {
+    "sqlite": ["CREATE TRIGGER frozen BEFORE UPDATE ON {log} BEGIN "
+               "SELECT RAISE(ABORT, 'statuses are frozen\na second line'); END"],
+    "postgresql": ["CREATE FUNCTION {schema}.frozen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                   "RAISE EXCEPTION 'statuses are frozen' USING DETAIL = 'a second line'; END $$",
+                   "CREATE TRIGGER frozen BEFORE UPDATE ON {log} FOR EACH ROW EXECUTE FUNCTION {schema}.frozen()"],
+}
+
+
+@pytest.mark.parametrize(("kind", "error"), [("sqlite", "IntegrityError"), ("postgresql", "RaiseException")])
+def test_a_database_error_shows_the_first_line_of_its_message(kind, error, tmp_path):
+    """docs/parameters.md, Exit codes: what a person reads has no escaped line breaks, nor
+    the SQL; nothing is marked."""
+    db = make_sample_db(kind, tmp_path)
+    try:
+        db.log(("idu=1", 4, "usr"))
+        for sql in FROZEN[kind]:
+            db.execute(sql.format(log=db.table("indirect_process"), schema=db.schema))
+        result = run("export", "--db", db.settings.db_url, "--schema", db.schema,
+                     "--out", str(tmp_path / "o.xml"))
+        assert result.exit_code == 5
+        assert result.stderr == f"xdspub: database error: {error}: statuses are frozen (--debug shows where)\n"
+        assert db.statuses() == {1: "N"}
+    finally:
+        db.drop()
+
+
+def test_an_unreachable_server_is_one_readable_line(tmp_path):
+    """libpq's message has a hint on a second line: the first alone is shown."""
+    url = f"postgresql+psycopg://root@127.0.0.1:{free_port()}/test"
+    result = run("export", "--db", url, "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"xdspub: error: cannot reach {url}: connection failed: ")
+    assert result.stderr.endswith("Connection refused\n") and "\\x" not in result.stderr
 
 
 def test_a_schema_name_xml_cannot_carry_is_refused(logged_db, tmp_path):
