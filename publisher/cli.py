@@ -28,32 +28,49 @@ HASH_KEY_VARIABLE = "XDSPUB_HASH_KEY"
 
 
 def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
+    """The --config file's values as the command's defaults. One file serves every command
+    that reads one: a key of another command's option is passed over, a key of none is an
+    error, and so is a value of the wrong type, named by file and key (docs/parameters.md,
+    Where parameters come from)."""
     if path:
         try:
             with open(path, "rb") as stream:
                 data = tomllib.load(stream)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise click.BadParameter(f"cannot read {path}: {exc}") from None
-        names = {
-            opt.lstrip("-").replace("-", "_"): param.name
-            for param in ctx.command.params
-            for opt in param.opts
-            if opt.startswith("--") and param.name != "config"
-        }
-        repeatable = {param.name for param in ctx.command.params if getattr(param, "multiple", False)}
-        if "master" in names:
-            names["spark.master"] = names["master"]  # Spark's own name for it
         data = _flatten(data)
         ctx.meta[HASH_KEY] = data.pop(HASH_KEY, None)
-        unknown = sorted(k for k in data if k.replace("-", "_") not in names)
+        own = _config_keys(ctx.command)
+        known = {key for command in cli.commands.values() for key in _config_keys(command)}
+        unknown = sorted(k for k in data if k.replace("-", "_") not in known)
         if unknown:
             raise click.BadParameter(f"{path}: unknown key(s) {', '.join(unknown)}")
         ctx.default_map = {}
         for key, value in data.items():
-            name = names[key.replace("-", "_")]
+            param = own.get(key.replace("-", "_"))
+            if param is None:
+                continue  # another command's
             # A repeatable option's key takes a list, or one string ("usr,grp").
-            ctx.default_map[name] = [value] if name in repeatable and isinstance(value, str) else value
+            if getattr(param, "multiple", False) and isinstance(value, str):
+                value = [value]
+            try:
+                param.process_value(ctx, value)
+            except click.BadParameter as exc:
+                raise click.BadParameter(f"{path}: {key}: {exc.message}") from None
+            ctx.default_map[param.name] = value
     return path
+
+
+def _config_keys(command: click.Command) -> dict[str, click.Parameter]:
+    """The --config keys ``command`` reads (none when it takes no --config): its options'
+    long names, - as _, and Spark's own name for --master."""
+    if not any(param.name == "config" for param in command.params):
+        return {}
+    keys = {opt.lstrip("-").replace("-", "_"): param for param in command.params for opt in param.opts
+            if opt.startswith("--") and param.name != "config"}
+    if "master" in keys:
+        keys["spark.master"] = keys["master"]
+    return keys
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -269,6 +269,38 @@ def test_config_file_keys_are_the_option_names(logged_db, tmp_path):
     assert result.exit_code == 2 and "unknown key(s) no-such-option" in result.output
 
 
+def test_one_config_file_serves_every_command(logged_db, tmp_path):
+    """docs/parameters.md: a command passes over the keys of other commands' options."""
+    config = tmp_path / "xdspub.toml"
+    config.write_text(f'db = "{logged_db}"\ndry-run = true\ninterval = 5\nlog-format = "json"\n'
+                      'chunk = 10\nflavour = "field"\nmirror = "m.db"\n')
+    for command in (["export", "--out", str(tmp_path / "o.xml")], ["explain"], ["skip", "--through", "1"]):
+        result = run(command[0], "--config", str(config), *command[1:])
+        assert result.exit_code == 0, (command, result.output)
+    config.write_text(f'db = "{logged_db}"\nwait = 3\n')  # consume's and apply's: no --config
+    result = run("export", "--config", str(config), "--out", "-")
+    assert result.exit_code == 2 and "unknown key(s) wait" in result.stderr
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("batch-size = 500", "batch-size: 500 is not in the range 1<=x<=128."),
+    ('dry-run = "sometimes"', "dry-run: 'sometimes' is not a valid boolean."),
+    ("tables = 5", "tables: Value must be an iterable."),
+    ('before = "soon"', None),  # skip's: export passes it over
+])
+def test_a_config_value_of_the_wrong_type_names_the_file_and_the_key(logged_db, tmp_path, line, message):
+    config = tmp_path / "xdspub.toml"
+    config.write_text(f'db = "{logged_db}"\n{line}\n')
+    result = run("export", "--config", str(config), "--out", "-", "--dry-run")
+    if message is None:
+        assert result.exit_code == 0, result.output
+        result = run("skip", "--config", str(config))
+        message = "before: 'soon' is not an ISO 8601 date and time"
+    assert result.exit_code == 2
+    assert f"Invalid value for '--config': {config}: {message}" in result.stderr
+    assert "env var" not in result.stderr
+
+
 def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
     from publisher.outcome.lock import PublisherLock, lock_name
     from publisher.settings import Settings
