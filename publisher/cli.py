@@ -326,6 +326,7 @@ def resync(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], ch
         report = run_resync(db, settings, chunk, restart, progress)
     finally:
         progress.close()
+    _warn_keyless(report.keyless)
     if not quiet:
         click.echo(f"xdspub: {report.summary()}", err=True)
 
@@ -663,12 +664,14 @@ def verify(mirror: str, **options: Any) -> None:
     out = click.get_text_stream("stdout")
     out.writelines(f"{reason_text(str(difference))}\n" for difference in verification.differences)
     out.flush()
+    _warn_keyless(verification.keyless)
     click.echo(f"xdspub: {verification.summary()}", err=True)
     if verification.differences:
         click.get_current_context().exit(1)
 
 
 def _report(report: Any, quiet: bool) -> None:
+    _warn_keyless(report.keyless)
     for line in report.note_lines():
         click.echo(f"xdspub: {line}", err=True)
     if not quiet:
@@ -678,3 +681,12 @@ def _report(report: Any, quiet: bool) -> None:
         click.echo(f"xdspub: hint: {hint}", err=True)
     if report.errors:
         click.get_current_context().exit(EXIT_ROW_ERRORS)
+
+
+def _warn_keyless(names: list[str]) -> None:
+    """The keyless classes a command passed by, named once (docs/classes.md, Keys), --quiet
+    or not."""
+    from publisher.model.catalogue import keyless_warning
+
+    if warning := keyless_warning(names):
+        click.echo(f"xdspub: warning: {warning}", err=True)

@@ -301,6 +301,28 @@ def test_a_config_value_of_the_wrong_type_names_the_file_and_the_key(logged_db, 
     assert "env var" not in result.stderr
 
 
+def test_tables_without_a_key_are_named_where_they_are_not_read(logged_db, tmp_path):
+    """docs/classes.md, Keys: what reads classes whole (triggerless, resync, verify) passes
+    a keyless table by, and names it once, --quiet or not."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(logged_db)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE audit_note (note TEXT, noted_at TEXT)"))
+    engine.dispose()
+    warning = "xdspub: warning: tables without a key (no primary key, no pk_ column) not read: audit_note"
+    out, mirror = tmp_path / "docs", str(tmp_path / "mirror.db")
+    exported = run("export", "--db", logged_db, "--out", str(out), "--mode", "triggerless",
+                   "--state-dir", str(tmp_path / "state"), "--startup", "all", "--quiet")
+    assert exported.exit_code == 0 and exported.stderr.splitlines() == [warning]
+    resynced = run("resync", "--db", logged_db, "--quiet")
+    assert resynced.exit_code == 0 and resynced.stderr.splitlines() == [warning]
+    assert run("apply", str(out), "--mirror", mirror).exit_code == 0
+    verified = run("verify", "--db", logged_db, "--mirror", mirror)
+    assert verified.exit_code == 0, verified.output
+    assert verified.stderr.splitlines()[0] == warning and warning not in verified.stderr.splitlines()[1:]
+
+
 def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
     from publisher.outcome.lock import PublisherLock, lock_name
     from publisher.settings import Settings

@@ -139,6 +139,18 @@ def test_sigterm_finishes_the_cycle_and_exits_0(lite, tmp_path):
     assert set(lite.statuses().values()) == {"S"}
 
 
+def test_tables_without_a_key_are_named_once_a_run(lite, tmp_path):
+    """docs/classes.md, Keys: triggerless passes a keyless table by every cycle; the
+    service names it once."""
+    lite.execute("CREATE TABLE audit_note (note TEXT)")
+    poll = Poll(lite, tmp_path / "out", tmp_path / "poll.log", "--mode", "triggerless",
+                "--startup", "all", "--state-dir", str(tmp_path / "state"))
+    poll.wait_for(lambda: poll.log().count(" info cycle ") >= 3, "three cycles")
+    assert poll.terminate() == 0
+    named = [line for line in poll.log().splitlines() if " tables not read " in line]
+    assert len(named) == 1 and " warning tables not read tables=audit_note " in named[0]
+
+
 def test_kill_9_at_any_moment_then_restart_loses_nothing(server, tmp_path):
     out = tmp_path / "out"
     deletes(server, 1, 300)

@@ -57,6 +57,7 @@ class PollingService:
         self.wake = threading.Event()  # ends the pause between polls early
         self.metrics = Metrics()
         self.loopback_hinted = False
+        self.keyless_named = False
         self.last_active = time.monotonic()  # the last published command or heartbeat
 
     def stop(self, *_args: object) -> None:
@@ -207,6 +208,9 @@ class PollingService:
         if (hint := report.loopback_hint()) and not self.loopback_hinted:
             log(logging.WARNING, "loopback rows not published", hint=hint)
             self.loopback_hinted = True  # once: a service may see them every cycle
+        if report.keyless and not self.keyless_named:
+            log(logging.WARNING, "tables not read", tables=",".join(report.keyless), reason="no key (no primary key, no pk_ column)")
+            self.keyless_named = True  # once, as the loopback hint
         log(logging.INFO, "cycle", **report.log_fields(), seconds=f"{seconds:.2f}")
         return report
 
