@@ -341,7 +341,8 @@ def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
 
 @pytest.mark.slow  # a Spark cycle in a process of its own
 def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
-    """On a terminal, a progress display with Spark's task counts, then the summary."""
+    """On a terminal, a progress display with Spark's task counts, then the summary, and
+    nothing of Spark's own."""
     import os
     import pty
 
@@ -366,6 +367,8 @@ def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
     assert "tasks" in text and "reading and classifying" in text
     assert "6 rows read, 4 commands, 1 documents" in text
     assert "Spark start" in text
+    # Spark's start-up chatter is not shown: it would break the progress display.
+    assert "WARNING" not in text and "log level" not in text and "spark:" not in text
 
 
 def test_quiet_export_prints_no_summary_but_still_lists_errors(logged_db, tmp_path):
