@@ -8,6 +8,7 @@ file, which beats the default."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tomllib
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Any
 
 import click
 
-from publisher.errors import EXIT_INTERNAL, XdspubError
+from publisher.errors import EXIT_INTERNAL, Interrupted, XdspubError
 from publisher.model.statuses import reason_text
 from publisher.source.cdc.formats import FORMATS
 
@@ -206,23 +207,58 @@ publishing_options = _options(
 )
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Group(click.Group):
     """Turns the publisher's own errors into their message and exit code, and any other
-    error into one line and exit 5 (its traceback with --debug)."""
+    error into one line and exit 5 (its traceback with --debug); SIGINT and SIGTERM end a
+    command with one line and exit 130 or 143 (poll sets its own: the cycle finishes)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        stderr = sys.stderr  # an interruption silences sys.stderr: its line goes here
+        previous = {number: signal.signal(number, _interrupted) for number in STOP_SIGNALS}
         try:
             return super().invoke(ctx)
-        except XdspubError as exc:
-            click.echo(f"xdspub: error: {reason_text(str(exc))}", err=True)
-            ctx.exit(exc.exit_code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except Exception as exc:
+        except (Interrupted, Exception) as exc:
+            if (stop := _interruption(exc)) is not None:
+                click.echo(f"xdspub: {stop}", file=stderr)
+                ctx.exit(stop.exit_code)
+            if isinstance(exc, XdspubError):
+                click.echo(f"xdspub: error: {reason_text(str(exc))}", err=True)
+                ctx.exit(exc.exit_code)
             if ctx.params.get("debug"):
                 raise
             click.echo(f"xdspub: {_unforeseen(exc)}", err=True)
             ctx.exit(EXIT_INTERNAL)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+def _interrupted(number: int, _frame: object) -> None:
+    """End the command now (docs/delivery.md, Stopping export): Interrupted unwinds it,
+    each step undoing what it began, so no status is written and the work folders go.
+    Spark's JVM, where this run started one, is killed first: no task of it goes on in
+    them. What the parts torn down print then is no news, and is not shown. A second
+    signal ends the process at once; what that leaves, the next run sweeps."""
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_DFL)
+    sys.stderr = open(os.devnull, "w")  # to the end of the process
+    session = sys.modules.get("publisher.plans.session")  # loaded only by a run that needs Spark
+    if session is not None:
+        session.end_jvm()
+    raise Interrupted(number)
+
+
+def _interruption(exc: BaseException | None) -> Interrupted | None:
+    """The interruption ``exc`` is, or was raised while unwinding (a part torn down may
+    fail on its way out)."""
+    while exc is not None and not isinstance(exc, Interrupted):
+        exc = exc.__context__
+    return exc
 
 
 def _unforeseen(exc: Exception) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from publisher.delivery.lineage import LineageRecord
 from publisher.delivery.sinks import Sink, open_sink
-from publisher.delivery.work import WorkFolder, sweep_once
+from publisher.delivery.work import WorkFolder
 from publisher.errors import SinkError
 from publisher.plans import Phases
 from publisher.progress import CycleProgress, Silent
@@ -82,7 +82,6 @@ def run(settings: Settings, publication: Publication, sink: Sink,
 def _work_folder(sink: Sink) -> WorkFolder:
     """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed when
     left; the ones that killed cycles left there are swept first."""
-    sweep_once(sink.work_parent)
     try:
         return WorkFolder(sink.work_parent)
     except OSError as exc:

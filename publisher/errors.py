@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 EXIT_INTERNAL = 5  # an error no rule foresaw: one line, the traceback only with --debug
 
 
@@ -40,3 +42,13 @@ class BrokerUnreachable(XdspubError):
     """The message broker --out names cannot be reached at start."""
 
     exit_code = 3
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM ended the run: exit 128 + the signal's number. A BaseException, as
+    KeyboardInterrupt is, so that no ``except Exception`` on its way (ours, a driver's,
+    py4j's) takes it for a failure to log, retry or mark."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(number).name}")
+        self.exit_code = 128 + number

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -135,7 +136,12 @@ def _session(master: str, driver_options: str) -> SparkSession:
         conf.set("spark.authenticate", "true")
     if SparkContext._gateway is None:
         SparkContext._ensure_initialized(gateway=_launched(conf))
+    # pyspark answers SIGINT with a KeyboardInterrupt of its own: the handler the command
+    # set (cli.py; the service's, service/loop.py) stands.
+    interrupt = signal.getsignal(signal.SIGINT)
     spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    if interrupt is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupt)
     spark.sparkContext.setLogLevel("ERROR")
     _warm_up(spark)
     return spark
@@ -165,6 +171,18 @@ def _copy_lines(stream: BinaryIO) -> None:
         if not line.startswith(_JVM_CHATTER):
             sys.stderr.write(line.decode(errors="replace"))
             sys.stderr.flush()
+
+
+def end_jvm() -> None:
+    """Kill Spark's JVM now, if this process started one: an interrupted run (cli.py) then
+    leaves no task writing into the work folder it removes, nor one logging that it
+    failed. Its Python workers end with it (their daemon reads the JVM's pipe)."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()  # reaped: no zombie is left
 
 
 def _loaded(batches):
