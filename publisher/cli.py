@@ -67,8 +67,8 @@ def _config_keys(command: click.Command) -> dict[str, click.Parameter]:
     long names, - as _, and Spark's own name for --master."""
     if not any(param.name == "config" for param in command.params):
         return {}
-    keys = {opt.lstrip("-").replace("-", "_"): param for param in command.params for opt in param.opts
-            if opt.startswith("--") and param.name != "config"}
+    keys = {opt.lstrip("-").replace("-", "_"): param for param in command.params
+            for opt in param.opts if opt.startswith("--") and param.name != "config"}
     if "master" in keys:
         keys["spark.master"] = keys["master"]
     return keys

@@ -209,7 +209,8 @@ class PollingService:
             log(logging.WARNING, "loopback rows not published", hint=hint)
             self.loopback_hinted = True  # once: a service may see them every cycle
         if report.keyless and not self.keyless_named:
-            log(logging.WARNING, "tables not read", tables=",".join(report.keyless), reason="no key (no primary key, no pk_ column)")
+            log(logging.WARNING, "tables not read", tables=",".join(report.keyless),
+                reason="no key")
             self.keyless_named = True  # once, as the loopback hint
         log(logging.INFO, "cycle", **report.log_fields(), seconds=f"{seconds:.2f}")
         return report
