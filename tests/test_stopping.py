@@ -81,6 +81,18 @@ def group_ended(group: int, timeout: float = 30) -> bool:
     return False
 
 
+def test_ctrl_c_while_spark_starts_leaves_no_jvm(sample_db, tmp_path):
+    """pyspark stopped in mid-start would leave its JVM running for ever."""
+    deletes(sample_db, 10)
+    process = export(sample_db, tmp_path / "out.xml", "--small-cycle-rows", "0", "--master", "local[2]")
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    when(lambda: children.read_text().strip() != "", process)  # Spark's JVM is starting
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(60) == 130
+    assert process.stderr.read().decode() == "xdspub: stopped by SIGINT\n"
+    assert group_ended(process.pid) and set(sample_db.statuses().values()) == {"N"}
+
+
 def test_sigterm_while_documents_are_written_exits_143_and_leaves_nothing(sample_db, tmp_path):
     deletes(sample_db, 20_000)
     out = tmp_path / "documents"

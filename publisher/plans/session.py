@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -135,7 +136,8 @@ def _session(master: str, driver_options: str) -> SparkSession:
         # cluster's is the operator's (README, Running on a Spark cluster).
         conf.set("spark.authenticate", "true")
     if SparkContext._gateway is None:
-        SparkContext._ensure_initialized(gateway=_launched(conf))
+        with _signals_held():
+            SparkContext._ensure_initialized(gateway=_launched(conf))
     # pyspark answers SIGINT with a KeyboardInterrupt of its own: the handler the command
     # set (cli.py; the service's, service/loop.py) stands.
     interrupt = signal.getsignal(signal.SIGINT)
@@ -164,6 +166,26 @@ def _launched(conf: SparkConf) -> JavaGateway:
         threading.Thread(target=_copy_lines, args=(gateway.proc.stderr,), daemon=True,
                          name="spark-stderr").start()
     return gateway
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held while Spark's JVM starts, then handled as they would have
+    been: stopped in mid-start, pyspark would leave the JVM running, out of end_jvm's reach
+    and never to end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals
+        return
+    held: list[int] = []
+    handlers = {number: signal.signal(number, lambda number, _frame: held.append(number))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        if held:
+            signal.raise_signal(held[0])
 
 
 def _copy_lines(stream: BinaryIO) -> None:
