@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from publisher.errors import EXIT_INTERNAL, Interrupted, XdspubError
+from publisher.errors import EXIT_INTERNAL, STOP_SIGNALS, Interrupted, XdspubError
 from publisher.model.statuses import reason_text
 from publisher.source.cdc.formats import FORMATS
 
@@ -205,9 +205,6 @@ publishing_options = _options(
             help="Cycles of at most this many rows run in the driver, not on Spark."),
     mode_options,
 )
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Group(click.Group):

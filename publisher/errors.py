@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 
 EXIT_INTERNAL = 5  # an error no rule foresaw: one line, the traceback only with --debug
+# The signals that stop a run: a command at once (Interrupted), the service after its cycle.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class XdspubError(Exception):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
+from publisher.errors import STOP_SIGNALS
 from publisher.source.dialects import DIALECTS
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def _signals_held() -> Iterator[None]:
         return
     held: list[int] = []
     handlers = {number: signal.signal(number, lambda number, _frame: held.append(number))
-                for number in (signal.SIGINT, signal.SIGTERM)}
+                for number in STOP_SIGNALS}
     try:
         yield
     finally:

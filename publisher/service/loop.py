@@ -21,7 +21,7 @@ from functools import partial
 
 from publisher.cycle import CycleReport, run
 from publisher.delivery.sinks import FileSink, open_sink
-from publisher.errors import ConfigError, DatabaseUnreachable
+from publisher.errors import STOP_SIGNALS, ConfigError, DatabaseUnreachable
 from publisher.outcome.lock import PublisherLock
 from publisher.publications import Publication
 from publisher.publications.event_log import EventLogPublication
@@ -65,7 +65,7 @@ class PollingService:
         self.wake.set()
 
     def run(self) -> int:
-        for number in (signal.SIGTERM, signal.SIGINT):
+        for number in STOP_SIGNALS:
             signal.signal(number, self.stop)
         if self.options.metrics_port is not None:
             self.metrics.serve(self.options.metrics_port)
