@@ -92,12 +92,12 @@ class QueryBack:
 
 
 def write_documents(out: str, batch_size: int, commands: list[tuple[int, bytes]]) -> int:
-    """The commands as <nds> documents (--out): one .xml file, or a directory of files of
-    batch_size commands named by their first record_id, each written durably. Returns how
-    many were written."""
+    """The commands as <nds> documents (--out): one .xml file (none without a command), or a
+    directory of files of batch_size commands named by their first record_id, each written
+    durably. Returns how many were written."""
     path = Path(out)
     if path.suffix == ".xml":
-        documents = [(path, commands)]
+        documents = [(path, commands)] if commands else []
     else:
         path.mkdir(parents=True, exist_ok=True)
         batches = (commands[i : i + batch_size] for i in range(0, len(commands), batch_size))

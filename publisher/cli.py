@@ -8,6 +8,7 @@ file, which beats the default."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tomllib
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from publisher.errors import EXIT_INTERNAL, XdspubError
+from publisher.errors import EXIT_INTERNAL, STOP_SIGNALS, Interrupted, XdspubError
 from publisher.model.statuses import reason_text
 from publisher.source.cdc.formats import FORMATS
 
@@ -29,32 +30,49 @@ HASH_KEY_VARIABLE = "XDSPUB_HASH_KEY"
 
 
 def _load_config(ctx: click.Context, _param: click.Parameter, path: str | None) -> str | None:
+    """The --config file's values as the command's defaults. One file serves every command
+    that reads one: a key of another command's option is passed over, a key of none is an
+    error, and so is a value of the wrong type, named by file and key (docs/parameters.md,
+    Where parameters come from)."""
     if path:
         try:
             with open(path, "rb") as stream:
                 data = tomllib.load(stream)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise click.BadParameter(f"cannot read {path}: {exc}") from None
-        names = {
-            opt.lstrip("-").replace("-", "_"): param.name
-            for param in ctx.command.params
-            for opt in param.opts
-            if opt.startswith("--") and param.name != "config"
-        }
-        repeatable = {param.name for param in ctx.command.params if getattr(param, "multiple", False)}
-        if "master" in names:
-            names["spark.master"] = names["master"]  # Spark's own name for it
         data = _flatten(data)
         ctx.meta[HASH_KEY] = data.pop(HASH_KEY, None)
-        unknown = sorted(k for k in data if k.replace("-", "_") not in names)
+        own = _config_keys(ctx.command)
+        known = {key for command in cli.commands.values() for key in _config_keys(command)}
+        unknown = sorted(k for k in data if k.replace("-", "_") not in known)
         if unknown:
             raise click.BadParameter(f"{path}: unknown key(s) {', '.join(unknown)}")
         ctx.default_map = {}
         for key, value in data.items():
-            name = names[key.replace("-", "_")]
+            param = own.get(key.replace("-", "_"))
+            if param is None:
+                continue  # another command's
             # A repeatable option's key takes a list, or one string ("usr,grp").
-            ctx.default_map[name] = [value] if name in repeatable and isinstance(value, str) else value
+            if getattr(param, "multiple", False) and isinstance(value, str):
+                value = [value]
+            try:
+                param.process_value(ctx, value)
+            except click.BadParameter as exc:
+                raise click.BadParameter(f"{path}: {key}: {exc.message}") from None
+            ctx.default_map[param.name] = value
     return path
+
+
+def _config_keys(command: click.Command) -> dict[str, click.Parameter]:
+    """The --config keys ``command`` reads (none when it takes no --config): its options'
+    long names, - as _, and Spark's own name for --master."""
+    if not any(param.name == "config" for param in command.params):
+        return {}
+    keys = {opt.lstrip("-").replace("-", "_"): param for param in command.params
+            for opt in param.opts if opt.startswith("--") and param.name != "config"}
+    if "master" in keys:
+        keys["spark.master"] = keys["master"]
+    return keys
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -214,22 +232,67 @@ publishing_options = _options(
 
 class _Group(click.Group):
     """Turns the publisher's own errors into their message and exit code, and any other
-    error into one line and exit 5 (its traceback with --debug)."""
+    error into one line and exit 5 (its traceback with --debug); SIGINT and SIGTERM end a
+    command with one line and exit 130 or 143 (poll sets its own: the cycle finishes)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        stderr = sys.stderr  # an interruption silences sys.stderr: its line goes here
+        previous = {number: signal.signal(number, _interrupted) for number in STOP_SIGNALS}
         try:
             return super().invoke(ctx)
-        except XdspubError as exc:
-            click.echo(f"xdspub: error: {reason_text(str(exc))}", err=True)
-            ctx.exit(exc.exit_code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except Exception as exc:
+        except (Interrupted, Exception) as exc:
+            if (stop := _interruption(exc)) is not None:
+                click.echo(f"xdspub: {stop}", file=stderr)
+                ctx.exit(stop.exit_code)
+            if isinstance(exc, XdspubError):
+                click.echo(f"xdspub: error: {reason_text(str(exc))}", err=True)
+                ctx.exit(exc.exit_code)
             if ctx.params.get("debug"):
                 raise
-            text = reason_text(f"{type(exc).__name__}: {exc}")
-            click.echo(f"xdspub: internal error: {text} (--debug shows where; please report it)", err=True)
+            click.echo(f"xdspub: {_unforeseen(exc)}", err=True)
             ctx.exit(EXIT_INTERNAL)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+
+def _interrupted(number: int, _frame: object) -> None:
+    """End the command now (docs/delivery.md, Stopping export): Interrupted unwinds it,
+    each step undoing what it began, so no status is written and the work folders go.
+    Spark's JVM, where this run started one, is killed first: no task of it goes on in
+    them. What the parts torn down print then is no news, and is not shown. A second
+    signal ends the process at once; what that leaves, the next run sweeps."""
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_DFL)
+    sys.stderr = open(os.devnull, "w")  # to the end of the process
+    session = sys.modules.get("publisher.plans.session")  # loaded only by a run that needs Spark
+    if session is not None:
+        session.end_jvm()
+    raise Interrupted(number)
+
+
+def _interruption(exc: BaseException | None) -> Interrupted | None:
+    """The interruption ``exc`` is, or was raised while unwinding (a part torn down may
+    fail on its way out)."""
+    while exc is not None and not isinstance(exc, Interrupted):
+        exc = exc.__context__
+    return exc
+
+
+def _unforeseen(exc: Exception) -> str:
+    """An error no rule foresaw, in one line: the database's (the first line of its
+    message: a person reads it), or the publisher's own, to report."""
+    from sqlalchemy.exc import DBAPIError
+
+    if isinstance(exc, DBAPIError):
+        from publisher.source.database import first_line
+
+        what = type(exc.orig).__name__ if exc.orig is not None else type(exc).__name__
+        return f"database error: {reason_text(f'{what}: {first_line(exc)}')} (--debug shows where)"
+    text = reason_text(f"{type(exc).__name__}: {exc}")
+    return f"internal error: {text} (--debug shows where; please report it)"
 
 
 @click.group(cls=_Group)
@@ -336,6 +399,7 @@ def resync(db_url: str, schema: str, log_table: str, tables: tuple[str, ...], ch
         report = run_resync(db, settings, chunk, restart, progress)
     finally:
         progress.close()
+    _warn_keyless(report.keyless)
     if not quiet:
         click.echo(f"xdspub: {report.summary()}", err=True)
 
@@ -754,12 +818,14 @@ def verify(mirror: str, **options: Any) -> None:
     out = click.get_text_stream("stdout")
     out.writelines(f"{reason_text(str(difference))}\n" for difference in verification.differences)
     out.flush()
+    _warn_keyless(verification.keyless)
     click.echo(f"xdspub: {verification.summary()}", err=True)
     if verification.differences:
         click.get_current_context().exit(1)
 
 
 def _report(report: Any, quiet: bool) -> None:
+    _warn_keyless(report.keyless)
     for line in report.note_lines():
         click.echo(f"xdspub: {line}", err=True)
     if not quiet:
@@ -769,3 +835,12 @@ def _report(report: Any, quiet: bool) -> None:
         click.echo(f"xdspub: hint: {hint}", err=True)
     if report.errors:
         click.get_current_context().exit(EXIT_ROW_ERRORS)
+
+
+def _warn_keyless(names: list[str]) -> None:
+    """The keyless classes a command passed by, named once (docs/classes.md, Keys), --quiet
+    or not."""
+    from publisher.model.catalogue import keyless_warning
+
+    if warning := keyless_warning(names):
+        click.echo(f"xdspub: warning: {warning}", err=True)

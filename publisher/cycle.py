@@ -13,7 +13,7 @@ from pathlib import Path
 from publisher.delivery.lineage import LineageRecord
 from publisher.delivery.sinks import Sink, open_sink
 from publisher.delivery.ordered import OrderedCommands
-from publisher.delivery.work import WorkFolder, sweep_once
+from publisher.delivery.work import WorkFolder
 from publisher.errors import DeletesHeld, SinkError
 from publisher.model.statuses import reason_text
 from publisher.outcome.record import PUBLISHED, PublicationRecord
@@ -116,7 +116,6 @@ def _guard(settings: Settings, publication: Publication, commands: OrderedComman
 def _work_folder(sink: Sink) -> WorkFolder:
     """A Spark cycle's scratch folder beside the output (docs/delivery.md), removed when
     left; the ones that killed cycles left there are swept first."""
-    sweep_once(sink.work_parent)
     try:
         return WorkFolder(sink.work_parent)
     except OSError as exc:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+
 EXIT_INTERNAL = 5  # an error no rule foresaw: one line, the traceback only with --debug
+# The signals that stop a run: a command at once (Interrupted), the service after its cycle.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class XdspubError(Exception):
@@ -58,3 +62,13 @@ class DeletesHeld(XdspubError):
     def __init__(self, message: str, held: list) -> None:
         super().__init__(message)
         self.held = held
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM ended the run: exit 128 + the signal's number. A BaseException, as
+    KeyboardInterrupt is, so that no ``except Exception`` on its way (ours, a driver's,
+    py4j's) takes it for a failure to log, retry or mark."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(number).name}")
+        self.exit_code = 128 + number

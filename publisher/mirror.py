@@ -337,6 +337,7 @@ class Verification:
     objects: int  # compared: the database's and the mirror's, each once
     classes: int
     others: int = 0  # the mirror's objects of classes not compared
+    keyless: list[str] = field(default_factory=list)  # classes without a key, not compared
 
     def summary(self) -> str:
         others = f" ({self.others} objects of other classes in the mirror not compared)" if self.others else ""
@@ -382,7 +383,7 @@ def _compared(settings: Settings, db: Database, connection: sqlite3.Connection) 
     others = connection.execute(
         f"SELECT count(*) FROM mirror_object WHERE class_name NOT IN ({', '.join('?' * len(names))})", names
     ).fetchone()[0]
-    return Verification(differences, compared, len(classes), others)
+    return Verification(differences, compared, len(classes), others, catalogue.keyless_classes())
 
 
 def _database_values(table: Table, row: dict) -> dict[str, set[Value]]:

@@ -34,6 +34,7 @@ class CycleReport:
     # with no change).
     unchanged_classes: list[str] = field(default_factory=list)
     compared: bool = False  # True: a triggerless cycle, which reads objects, not rows
+    keyless: list[str] = field(default_factory=list)  # triggerless: classes without a key, not read
 
     @property
     def seconds(self) -> float:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from lxml import etree
 
 from publisher.cli import cli
+from tests.conftest import free_port, make_sample_db
 
 
 def run(*args: str, env: dict[str, str] | None = None):
@@ -63,6 +64,23 @@ def test_export_to_a_file_publishes_what_the_triggers_logged(logged_db, tmp_path
     assert "6 rows read, 4 commands, 1 documents; statuses S=6" in result.stderr
     again = run("export", "--db", logged_db, "--out", str(out))
     assert "0 rows read" in again.stderr
+
+
+def test_export_to_a_file_with_no_command_leaves_the_file_as_it_was(logged_db, tmp_path):
+    """docs/delivery.md, Output forms: nothing pending writes no file; the last one stays."""
+    out = tmp_path / "out.xml"
+    assert run("export", "--db", logged_db, "--out", str(out)).exit_code == 0
+    published = out.read_bytes()
+    again = run("export", "--db", logged_db, "--out", str(out))
+    assert again.exit_code == 0 and "0 rows read, 0 commands, 0 documents" in again.stderr
+    assert out.read_bytes() == published
+    # Triggerless alike: a first cycle that only records the state publishes nothing.
+    fresh = tmp_path / "fresh.xml"
+    recorded = run("export", "--db", logged_db, "--out", str(fresh), "--mode", "triggerless",
+                   "--state-dir", str(tmp_path / "state"), "--startup", "future")
+    assert recorded.exit_code == 0, recorded.output
+    assert "0 commands, 0 documents" in recorded.stderr and not fresh.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.db", "cli.db.xdspub-lock", "out.xml", "state"]
 
 
 def test_export_to_a_directory_names_documents_by_first_record_id(logged_db, tmp_path):
@@ -151,6 +169,43 @@ def test_an_internal_error_is_one_line_and_exit_5(logged_db, tmp_path, monkeypat
         run("--debug", "export", "--db", logged_db, "--out", str(tmp_path / "o.xml"))
 
 
+# A trigger that refuses to mark the event log's rows, with a message of two lines.
+FROZEN = {
+    "sqlite": ["CREATE TRIGGER frozen BEFORE UPDATE ON {log} BEGIN "
+               "SELECT RAISE(ABORT, 'statuses are frozen\na second line'); END"],
+    "postgresql": ["CREATE FUNCTION {schema}.frozen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                   "RAISE EXCEPTION 'statuses are frozen' USING DETAIL = 'a second line'; END $$",
+                   "CREATE TRIGGER frozen BEFORE UPDATE ON {log} FOR EACH ROW EXECUTE FUNCTION {schema}.frozen()"],
+}
+
+
+@pytest.mark.parametrize(("kind", "error"), [("sqlite", "IntegrityError"), ("postgresql", "RaiseException")])
+def test_a_database_error_shows_the_first_line_of_its_message(kind, error, tmp_path):
+    """docs/parameters.md, Exit codes: what a person reads has no escaped line breaks, nor
+    the SQL; nothing is marked."""
+    db = make_sample_db(kind, tmp_path)
+    try:
+        db.log(("idu=1", 4, "usr"))
+        for sql in FROZEN[kind]:
+            db.execute(sql.format(log=db.table("indirect_process"), schema=db.schema))
+        result = run("export", "--db", db.settings.db_url, "--schema", db.schema,
+                     "--out", str(tmp_path / "o.xml"))
+        assert result.exit_code == 5
+        assert result.stderr == f"xdspub: database error: {error}: statuses are frozen (--debug shows where)\n"
+        assert db.statuses() == {1: "N"}
+    finally:
+        db.drop()
+
+
+def test_an_unreachable_server_is_one_readable_line(tmp_path):
+    """libpq's message has a hint on a second line: the first alone is shown."""
+    url = f"postgresql+psycopg://root@127.0.0.1:{free_port()}/test"
+    result = run("export", "--db", url, "--out", str(tmp_path / "o.xml"))
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"xdspub: error: cannot reach {url}: connection failed: ")
+    assert result.stderr.endswith("Connection refused\n") and "\\x" not in result.stderr
+
+
 def test_a_schema_name_xml_cannot_carry_is_refused(logged_db, tmp_path):
     result = run("export", "--db", logged_db, "--out", str(tmp_path / "o.xml"), "--schema", "ind\x1bx")
     assert result.exit_code == 2
@@ -214,6 +269,60 @@ def test_config_file_keys_are_the_option_names(logged_db, tmp_path):
     assert result.exit_code == 2 and "unknown key(s) no-such-option" in result.output
 
 
+def test_one_config_file_serves_every_command(logged_db, tmp_path):
+    """docs/parameters.md: a command passes over the keys of other commands' options."""
+    config = tmp_path / "xdspub.toml"
+    config.write_text(f'db = "{logged_db}"\ndry-run = true\ninterval = 5\nlog-format = "json"\n'
+                      'chunk = 10\nflavour = "field"\nmirror = "m.db"\n')
+    for command in (["export", "--out", str(tmp_path / "o.xml")], ["explain"], ["skip", "--through", "1"]):
+        result = run(command[0], "--config", str(config), *command[1:])
+        assert result.exit_code == 0, (command, result.output)
+    config.write_text(f'db = "{logged_db}"\nwait = 3\n')  # consume's and apply's: no --config
+    result = run("export", "--config", str(config), "--out", "-")
+    assert result.exit_code == 2 and "unknown key(s) wait" in result.stderr
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("batch-size = 500", "batch-size: 500 is not in the range 1<=x<=128."),
+    ('dry-run = "sometimes"', "dry-run: 'sometimes' is not a valid boolean."),
+    ("tables = 5", "tables: Value must be an iterable."),
+    ('before = "soon"', None),  # skip's: export passes it over
+])
+def test_a_config_value_of_the_wrong_type_names_the_file_and_the_key(logged_db, tmp_path, line, message):
+    config = tmp_path / "xdspub.toml"
+    config.write_text(f'db = "{logged_db}"\n{line}\n')
+    result = run("export", "--config", str(config), "--out", "-", "--dry-run")
+    if message is None:
+        assert result.exit_code == 0, result.output
+        result = run("skip", "--config", str(config))
+        message = "before: 'soon' is not an ISO 8601 date and time"
+    assert result.exit_code == 2
+    assert f"Invalid value for '--config': {config}: {message}" in result.stderr
+    assert "env var" not in result.stderr
+
+
+def test_tables_without_a_key_are_named_where_they_are_not_read(logged_db, tmp_path):
+    """docs/classes.md, Keys: what reads classes whole (triggerless, resync, verify) passes
+    a keyless table by, and names it once, --quiet or not."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(logged_db)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE audit_note (note TEXT, noted_at TEXT)"))
+    engine.dispose()
+    warning = "xdspub: warning: tables without a key (no primary key, no pk_ column) not read: audit_note"
+    out, mirror = tmp_path / "docs", str(tmp_path / "mirror.db")
+    exported = run("export", "--db", logged_db, "--out", str(out), "--mode", "triggerless",
+                   "--state-dir", str(tmp_path / "state"), "--startup", "all", "--quiet")
+    assert exported.exit_code == 0 and exported.stderr.splitlines() == [warning]
+    resynced = run("resync", "--db", logged_db, "--quiet")
+    assert resynced.exit_code == 0 and resynced.stderr.splitlines() == [warning]
+    assert run("apply", str(out), "--mirror", mirror).exit_code == 0
+    verified = run("verify", "--db", logged_db, "--mirror", mirror)
+    assert verified.exit_code == 0, verified.output
+    assert verified.stderr.splitlines()[0] == warning and warning not in verified.stderr.splitlines()[1:]
+
+
 def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
     from publisher.outcome.lock import PublisherLock, lock_name
     from publisher.settings import Settings
@@ -232,7 +341,8 @@ def test_export_refuses_while_another_publisher_is_active(logged_db, tmp_path):
 
 @pytest.mark.slow  # a Spark cycle in a process of its own
 def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
-    """On a terminal, a progress display with Spark's task counts, then the summary."""
+    """On a terminal, a progress display with Spark's task counts, then the summary, and
+    nothing of Spark's own."""
     import os
     import pty
 
@@ -257,6 +367,8 @@ def test_export_shows_progress_on_a_terminal(logged_db, tmp_path):
     assert "tasks" in text and "reading and classifying" in text
     assert "6 rows read, 4 commands, 1 documents" in text
     assert "Spark start" in text
+    # Spark's start-up chatter is not shown: it would break the progress display.
+    assert "WARNING" not in text and "log level" not in text and "spark:" not in text
 
 
 def test_quiet_export_prints_no_summary_but_still_lists_errors(logged_db, tmp_path):

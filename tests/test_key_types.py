@@ -26,7 +26,7 @@ from publisher.source import resync as resync_module
 from publisher.source.database import connect, run_scripts
 from publisher.source.event_log import open_event_log
 from publisher.source.triggers import FLAVOURS, trigger_script
-from tests.conftest import SampleDb, make_sample_db
+from tests.conftest import SampleDb, make_sample_db, written_document
 
 PUBLISHER = "xdspub-keys"  # not the user making the changes: they are no loopback
 UUID1, UUID2 = "123e4567-e89b-12d3-a456-426614174000", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
@@ -178,7 +178,7 @@ class KeyTypesDb:
         log = open_event_log(self.db.database, settings)
         report = run_cycle(settings, self.db.database, log, FileSink(out))
         assert report.errors == [], report.errors
-        return etree.parse(str(out)).getroot(), report
+        return written_document(out, report), report
 
     def explained(self) -> set[tuple[str, str]]:
         """(kind, association) of each command ``explain`` says the pending rows make."""
@@ -442,7 +442,7 @@ class ZonedDb:
         report = run_cycle(settings, self.database, log, FileSink(out))
         assert report.errors == [] and set(self.db.statuses().values()) == {"S"}, report.errors
         self.on_spark = report.on_spark
-        return etree.parse(str(out)).getroot()
+        return written_document(out, report)
 
     def expected(self, row: int) -> Model:
         days = ("2024-01-31", "2024-02-01")

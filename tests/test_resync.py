@@ -20,6 +20,7 @@ from publisher.delivery.sinks import FileSink
 from publisher.settings import Settings
 from publisher.source import resync as resync_module
 from publisher.source.event_log import open_event_log
+from tests.conftest import written_document
 from tests.test_unusual_schemas import DATABASES, LINE, LOG, PERSON, TAG, UnusualDb
 
 LOG_READ = ("table_key", "event_type", "perpetrator", "table_name", "status")
@@ -86,7 +87,7 @@ def publish(db: UnusualDb, out: Path) -> tuple[etree._Element, object]:
     settings = Settings(db_url=db.url, schema=db.schema, log_table=LOG)
     log = open_event_log(db.database, settings)
     report = run_cycle(settings, db.database, log, FileSink(out))
-    return etree.parse(str(out)).getroot(), report
+    return written_document(out, report), report
 
 
 def commands(document: etree._Element) -> list[tuple]:

@@ -160,6 +160,18 @@ def test_max_errors_stops_the_service_after_a_cycle_with_more_e_rows(lite, tmp_p
     assert [p.name for p in (tmp_path / "out").glob("*.xml")] == ["00000000000000000004.xml"]
 
 
+def test_tables_without_a_key_are_named_once_a_run(lite, tmp_path):
+    """docs/classes.md, Keys: triggerless passes a keyless table by every cycle; the
+    service names it once."""
+    lite.execute("CREATE TABLE audit_note (note TEXT)")
+    poll = Poll(lite, tmp_path / "out", tmp_path / "poll.log", "--mode", "triggerless",
+                "--startup", "all", "--state-dir", str(tmp_path / "state"))
+    poll.wait_for(lambda: poll.log().count(" info cycle ") >= 3, "three cycles")
+    assert poll.terminate() == 0
+    named = [line for line in poll.log().splitlines() if " tables not read " in line]
+    assert len(named) == 1 and " warning tables not read tables=audit_note " in named[0]
+
+
 def test_kill_9_at_any_moment_then_restart_loses_nothing(server, tmp_path):
     out = tmp_path / "out"
     deletes(server, 1, 300)

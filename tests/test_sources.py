@@ -34,8 +34,11 @@ def export(tmp_path: Path, *args: str, stdin: bytes | None = None) -> tuple[int,
 
 
 def commands(out: Path) -> list[tuple]:
-    """(kind, class, association, ((attribute, op, values...), ...)) of each command."""
+    """(kind, class, association, ((attribute, op, values...), ...)) of each command;
+    none when the export wrote no file (it had no command)."""
     found = []
+    if not out.exists():
+        return found
     for command in etree.parse(str(out)).find("input"):
         attrs = tuple(
             (a.get("attr-name"), a.tag, *(v.text for v in a.iter("value")))

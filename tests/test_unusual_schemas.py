@@ -20,7 +20,7 @@ from publisher.settings import Settings
 from publisher.source.database import connect, run_scripts
 from publisher.source.init_db import init_db
 from publisher.source.triggers import trigger_script
-from tests.conftest import LOG_COLUMNS, canonical, server_url
+from tests.conftest import LOG_COLUMNS, canonical, server_url, written_document
 from tests.server_objects import drop_schema
 
 DATABASES = ["sqlite", "postgresql", "mariadb"]
@@ -108,7 +108,7 @@ class UnusualDb:
         log = open_event_log(self.database, settings)
         report = run_cycle(settings, self.database, log, FileSink(out))
         assert report.errors == []
-        return etree.parse(str(out)).getroot()
+        return written_document(out, report)
 
     def drop(self) -> None:
         if self.db_schema is not None:

@@ -64,8 +64,9 @@ def stale_lookalike(parent: Path, name: str, host: str | None = None) -> Path:
 
 
 def test_a_killed_cycles_folder_is_swept_and_a_live_ones_kept(tmp_path: Path, holders) -> None:
-    stale = killed(tmp_path, holders)
+    # The live one first: a new work folder sweeps its parent, which would take the other.
     _live_process, live = hold(tmp_path, holders)  # another publisher, same output parent
+    stale = killed(tmp_path, holders)
     assert stale.name.startswith(WORK_PREFIX) and stale.is_dir() and live.is_dir()
     assert sweep_work_folders(tmp_path) == [stale.name]
     assert not stale.exists()

@@ -1,10 +1,12 @@
 """XDS documents as files (docs/delivery.md): their names, and how one is written so that a
 reader never sees half of it and nothing is written outside the output folder.
 
-A document is written under a temporary name of its own folder, created exclusively with a
-random part (so a planted file or symbolic link is never opened, let alone followed), then
-made durable and renamed over its final name (a symbolic link there is replaced, not
-followed). Both sides of the cycle use these: the executors and the driver."""
+A document is written under a temporary name in a work folder of its own folder
+(delivery/work.py), created exclusively with a random part (so a planted file or symbolic
+link is never opened, let alone followed), then made durable and renamed over its final
+name (a symbolic link there is replaced, not followed). The work folder goes when the
+writing ends, however it ends, with what was not renamed; a killed process's is swept by
+the next run. Both sides of the cycle use these: the executors and the driver."""
 
 from __future__ import annotations
 
@@ -16,12 +18,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
+from publisher.delivery.work import CREATE_NEW, WorkFolder
 from publisher.errors import SinkError
 from publisher.render.xds import envelope
 
 HEARTBEAT_NAME = "heartbeat.xml"
-# A new file, never an existing one nor through a symbolic link.
-CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 FLUSHES_IN_FLIGHT = 256  # documents written whose fsync has not ended: descriptors open
 FLUSHING_THREADS = 32  # fsyncs running at once (each waits on the disk, not on Python)
 
@@ -106,14 +107,9 @@ class Folder:
                     flush.exception()
                     os.close(fd)
 
-    def replace(self, name: str, final_name: str) -> None:
-        os.replace(name, final_name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-
-    def remove(self, name: str) -> None:
-        try:
-            os.unlink(name, dir_fd=self.fd)
-        except FileNotFoundError:
-            pass
+    def replace(self, name: str, final_name: str, into: Folder | None = None) -> None:
+        """Rename ``name`` to ``final_name`` here, or in the folder ``into``."""
+        os.replace(name, final_name, src_dir_fd=self.fd, dst_dir_fd=(into or self).fd)
 
     def sync(self) -> None:
         """Make the renames in this directory durable."""
@@ -137,19 +133,18 @@ def create_temporary(directory: Path, final_name: str) -> tuple[BinaryIO, Path]:
 
 
 def write_durably(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Run ``write(stream)`` into a temporary file beside ``path``, fsync it and rename it
-    to ``path``; SinkError when any of it fails (the temporary file is removed)."""
-    temporary = None
+    """Run ``write(stream)`` into a temporary file in a work folder beside ``path``, fsync
+    it and rename it to ``path``; SinkError when any of it fails. The temporary file goes
+    with the work folder, however this ends."""
     try:
-        stream, temporary = create_temporary(path.parent, path.name)
-        with stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        with WorkFolder(path.parent) as staging:
+            stream, temporary = create_temporary(staging, path.name)
+            with stream:
+                write(stream)
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.replace(temporary, path)
     except OSError as exc:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
         raise SinkError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 

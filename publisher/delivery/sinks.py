@@ -24,7 +24,7 @@ from publisher.delivery.documents import (
 )
 from publisher.delivery.lineage import Documents, batched_documents, one_document
 from publisher.delivery.ordered import OrderedCommands
-from publisher.delivery.work import sweep_once
+from publisher.delivery.work import WorkFolder, sweep_once
 from publisher.errors import SinkError
 from publisher.render.xds import heartbeat_xml
 
@@ -52,13 +52,16 @@ def _xml(commands: OrderedCommands) -> Iterator[bytes]:
 
 
 class FileSink:
-    """One <nds> document holding every command in order."""
+    """One <nds> document holding every command in order; a cycle with no command writes
+    none, and the file stays as it was (docs/delivery.md, Output forms)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.work_parent = path.parent
 
     def publish(self, commands: OrderedCommands) -> int:
+        if not commands.total:
+            return 0
         write_durably(self.path, lambda stream: write_stream(stream, _xml(commands)))
         sync_directory(self.path.parent)
         return 1
@@ -98,8 +101,8 @@ class StdoutSink:
 
 class DirectorySink:
     """One file per document of ``batch_size`` commands, named by its first record_id:
-    each written under a temporary name and flushed to disk, then all renamed and the
-    folder flushed once."""
+    each written under a temporary name in a work folder and flushed to disk, then all
+    renamed into the folder and the folder flushed once."""
 
     def __init__(self, directory: Path, batch_size: int) -> None:
         self.directory = self.work_parent = directory
@@ -107,23 +110,19 @@ class DirectorySink:
 
     def publish(self, commands: OrderedCommands) -> int:
         written: list[tuple[str, str]] = []  # temporary name, final name
-        renamed = 0
         try:
-            with Folder(self.directory) as folder:
-                try:
-                    batches = commands.batched(self.batch_size)
-                    folder.write_all(((name, document_bytes(xml)) for name, xml in batches), written)
-                    if not written:
-                        return 0
-                    # No fsync of the folder before the renames: the temporary names need
-                    # not survive a crash, and the one after them makes the final ones durable.
-                    for temporary, name in written:
-                        folder.replace(temporary, name)
-                        renamed += 1
-                    folder.sync()
-                finally:
-                    for temporary, _ in written[renamed:]:
-                        folder.remove(temporary)
+            # What is not renamed goes with the work folder, however this ends.
+            with WorkFolder(self.directory) as staging, Folder(staging) as scratch, \
+                    Folder(self.directory) as folder:
+                batches = commands.batched(self.batch_size)
+                scratch.write_all(((name, document_bytes(xml)) for name, xml in batches), written)
+                if not written:
+                    return 0
+                # No fsync of a folder before the renames: the temporary names need not
+                # survive a crash, and the one after them makes the final ones durable.
+                for temporary, name in written:
+                    scratch.replace(temporary, name, folder)
+                folder.sync()
         except OSError as exc:
             raise SinkError(f"cannot write in {self.directory}: {exc.strerror or exc}") from exc
         return len(written)

@@ -1,5 +1,6 @@
-"""A Spark cycle's work folder beside the output (docs/delivery.md, Durability): its
-scratch files, and the sweep of the folders that killed cycles left.
+"""Work folders beside the output (docs/delivery.md, Durability): a Spark cycle's scratch
+files, and each document while it is written; and the sweep of the folders that killed
+processes left.
 
 Each folder holds an owner file naming the host that made it, and its cycle holds an
 ``flock`` on that file for the folder's life. A folder is stale when its owner file names
@@ -17,8 +18,8 @@ import stat
 import tempfile
 from pathlib import Path
 
-from publisher.delivery.documents import CREATE_NEW
-
+# A new file, never an existing one nor through a symbolic link.
+CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 WORK_PREFIX = ".xdspub-work-"
 OWNER_NAME = ".owner"  # the host's name, then the process id (for people), one a line
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -29,15 +30,21 @@ _LOCK = fcntl.LOCK_EX | fcntl.LOCK_NB
 
 class WorkFolder:
     """A new work folder in ``parent``, locked by this process until it is removed (as a
-    context manager, on exit)."""
+    context manager, on exit, with what it holds); the stale ones in ``parent`` are swept
+    first."""
 
     def __init__(self, parent: Path) -> None:
+        sweep_once(parent)
         self.path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=parent))
+        self.owner = -1
         try:
             self.owner = os.open(self.path / OWNER_NAME, CREATE_NEW, 0o600)
-        except BaseException:
-            self.path.rmdir()
+            self._lock()
+        except BaseException:  # a folder naming no host would never be swept
+            self.__exit__()
             raise
+
+    def _lock(self) -> None:
         try:
             fcntl.flock(self.owner, _LOCK)
         except OSError:
@@ -53,8 +60,12 @@ class WorkFolder:
             shutil.rmtree(self.path)
         except FileNotFoundError:
             pass
+        except BaseException:  # a signal in mid-removal (cli.py): the removal ends first
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
         finally:
-            os.close(self.owner)  # unlocked once the folder is gone
+            if self.owner >= 0:
+                os.close(self.owner)  # unlocked once the folder is gone
 
 
 _swept: set[Path] = set()

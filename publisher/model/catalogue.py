@@ -229,6 +229,12 @@ class Catalogue:
                 by_key[table.key_columns[0]].append(table)
         return by_key
 
+    def keyless_classes(self) -> list[str]:
+        """The classes without a key, by name: no object of theirs can be named, so what
+        reads classes whole (triggerless, resync, verify) passes them by, and says so once
+        a run (docs/classes.md, Keys)."""
+        return sorted(name for name, table in self.tables.items() if not table.key_columns)
+
     def keyed_classes(self) -> list[Table]:
         """The classes whose objects can be named, in name order (a keyless table named in
         --tables is refused by ``selected``)."""
@@ -321,3 +327,10 @@ class NotAClass(ValueError):
 
 class UnknownTable(ConfigError):
     """A table named (--tables, --table) that cannot be selected."""
+
+
+def keyless_warning(names: Sequence[str]) -> str | None:
+    """What a run says of the keyless classes it passed by (Catalogue.keyless_classes)."""
+    if not names:
+        return None
+    return f"tables without a key (no primary key, no pk_ column) not read: {', '.join(names)}"

@@ -5,19 +5,26 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
+from publisher.errors import STOP_SIGNALS
 from publisher.source.dialects import DIALECTS
 
 if TYPE_CHECKING:
     from publisher.plans import Phases
+    from py4j.java_gateway import JavaGateway
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS = 4  # a few times the cores: 200 costs seconds per stage on 2 cores
@@ -89,6 +96,7 @@ def running_tasks(spark: SparkSession) -> Callable[[], tuple[int, int] | None]:
 
 
 def _session(master: str, driver_options: str) -> SparkSession:
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     jars = ",".join(d.jar for d in DIALECTS.values() if os.path.exists(d.jar))
@@ -106,33 +114,99 @@ def _session(master: str, driver_options: str) -> SparkSession:
     # Quiet start-up: Spark's default logging prints a screen of warnings.
     log_config = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config} {JAVA_OPTIONS}"
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("xdspub")
-        .config("spark.jars", jars)  # the driver serves them to a cluster's executors
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-        .config("spark.driver.memory", DRIVER_MEMORY)
-        .config("spark.driver.extraJavaOptions", f"{java_opts} {DRIVER_JAVA_OPTIONS} {driver_options}")
-        .config("spark.executor.extraJavaOptions", java_opts)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
+    conf = SparkConf().setAll([
+        ("spark.master", master),
+        ("spark.app.name", "xdspub"),
+        ("spark.jars", jars),  # the driver serves them to a cluster's executors
+        ("spark.ui.enabled", "false"),
+        ("spark.ui.showConsoleProgress", "false"),
+        ("spark.sql.session.timeZone", "UTC"),
+        ("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS)),
+        ("spark.driver.memory", DRIVER_MEMORY),
+        ("spark.driver.extraJavaOptions", f"{java_opts} {DRIVER_JAVA_OPTIONS} {driver_options}"),
+        ("spark.executor.extraJavaOptions", java_opts),
+        ("spark.sql.execution.arrow.pyspark.enabled", "true"),
+    ])
     if master.startswith("local"):
         # All on this machine: keep Spark off the network. A cluster's executors must reach
         # the driver, so there Spark's own choice (or SPARK_LOCAL_IP) stands.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.driver.host", "127.0.0.1")
+        conf.set("spark.driver.host", "127.0.0.1")
         # The driver's RPC and block manager ports refuse a peer without the application's
         # secret: any local user could reach them otherwise. Spark draws that secret itself
         # for a local master, 256 random bits a session (a configured one is not used); a
         # cluster's is the operator's (README, Running on a Spark cluster).
-        builder = builder.config("spark.authenticate", "true")
-    spark = builder.getOrCreate()
+        conf.set("spark.authenticate", "true")
+    if SparkContext._gateway is None:
+        with _signals_held():
+            SparkContext._ensure_initialized(gateway=_launched(conf))
+    # pyspark answers SIGINT with a KeyboardInterrupt of its own: the handler the command
+    # set (cli.py; the service's, service/loop.py) stands.
+    interrupt = signal.getsignal(signal.SIGINT)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
+    if interrupt is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupt)
     spark.sparkContext.setLogLevel("ERROR")
     _warm_up(spark)
     return spark
+
+
+# What Spark's JVM prints that is no news: the JVM's note, at start, that Spark uses an
+# incubator module (no option turns it off). Spark's own start-up lines are off in
+# log4j2.properties.
+_JVM_CHATTER = (b"WARNING: Using incubator modules:",)
+
+
+def _launched(conf: SparkConf) -> JavaGateway:
+    """Spark's JVM, started as pyspark starts it, but with its standard error (and its
+    Python workers') copied to this process's a line at a time, less the chatter: through
+    sys.stderr, so a progress display prints each line above itself."""
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    if gateway.proc is not None:  # None: a gateway pyspark was told to join
+        threading.Thread(target=_copy_lines, args=(gateway.proc.stderr,), daemon=True,
+                         name="spark-stderr").start()
+    return gateway
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held while Spark's JVM starts, then handled as they would have
+    been: stopped in mid-start, pyspark would leave the JVM running, out of end_jvm's reach
+    and never to end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals
+        return
+    held: list[int] = []
+    handlers = {number: signal.signal(number, lambda number, _frame: held.append(number))
+                for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        if held:
+            signal.raise_signal(held[0])
+
+
+def _copy_lines(stream: BinaryIO) -> None:
+    for line in stream:
+        if not line.startswith(_JVM_CHATTER):
+            sys.stderr.write(line.decode(errors="replace"))
+            sys.stderr.flush()
+
+
+def end_jvm() -> None:
+    """Kill Spark's JVM now, if this process started one: an interrupted run (cli.py) then
+    leaves no task writing into the work folder it removes, nor one logging that it
+    failed. Its Python workers end with it (their daemon reads the JVM's pipe)."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()  # reaped: no zombie is left
 
 
 def _loaded(batches):

@@ -76,6 +76,7 @@ class TriggerlessPublication(Publication):
     def plan(self, phases: Phases, work: WorkFolder) -> Planned:
         report = phases.report
         report.compared = True
+        report.keyless = self.catalogue.keyless_classes()
         previous = self.previous = self.state.read()
         self.startup = None
         if previous.classes is None:

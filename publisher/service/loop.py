@@ -21,7 +21,7 @@ from functools import partial
 
 from publisher.cycle import CycleReport, run
 from publisher.delivery.sinks import FileSink, open_sink
-from publisher.errors import ConfigError, DatabaseUnreachable, DeletesHeld, TooManyErrors
+from publisher.errors import STOP_SIGNALS, ConfigError, DatabaseUnreachable, DeletesHeld, TooManyErrors
 from publisher.outcome.lock import PublisherLock
 from publisher.publications import Publication
 from publisher.publications.event_log import EventLogPublication
@@ -59,6 +59,7 @@ class PollingService:
         self.metrics = Metrics()
         self.loopback_hinted = False
         self.holding: list[str] | None = None  # the delete guard's hold, as logged
+        self.keyless_named = False
         self.last_active = time.monotonic()  # the last published command or heartbeat
 
     def stop(self, *_args: object) -> None:
@@ -66,7 +67,7 @@ class PollingService:
         self.wake.set()
 
     def run(self) -> int:
-        for number in (signal.SIGTERM, signal.SIGINT):
+        for number in STOP_SIGNALS:
             signal.signal(number, self.stop)
         if self.options.metrics_port is not None:
             self.metrics.serve(self.options.metrics_port)
@@ -229,6 +230,10 @@ class PollingService:
         if (hint := report.loopback_hint()) and not self.loopback_hinted:
             log(logging.WARNING, "loopback rows not published", hint=hint)
             self.loopback_hinted = True  # once: a service may see them every cycle
+        if report.keyless and not self.keyless_named:
+            log(logging.WARNING, "tables not read", tables=",".join(report.keyless),
+                reason="no key")
+            self.keyless_named = True  # once, as the loopback hint
         log(logging.INFO, "cycle", **report.log_fields(), seconds=f"{seconds:.2f}")
         errors, allowed = len(report.errors), self.options.max_errors
         if allowed is not None and errors > allowed:

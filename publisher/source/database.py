@@ -58,8 +58,15 @@ def connect(url: str, create: bool = False) -> Database:
         with engine.connect():
             pass
     except sa.exc.DBAPIError as exc:
-        raise DatabaseUnreachable(f"cannot reach {engine.url!r}: {exc.orig}") from None
+        raise DatabaseUnreachable(f"cannot reach {engine.url!r}: {first_line(exc)}") from None
     return Database(engine, dialect)
+
+
+def first_line(exc: sa.exc.DBAPIError) -> str:
+    """The first line of the database's own message: not the SQL and parameters SQLAlchemy
+    adds, nor the hints a driver gives on later lines (docs/statuses.md, Reasons)."""
+    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    return lines[0] if lines else type(exc.orig or exc).__name__
 
 
 def libpq_conninfo(engine: sa.Engine) -> str:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from publisher.model import value_text
 from publisher.model.catalogue import Catalogue, Column, Table
 from publisher.source.copy_read import CopyRanges, copy_ranges, even_ranges
-from publisher.source.database import Database
+from publisher.source.database import Database, first_line
 from publisher.source.dialects import Dialect, dialect_of
 from publisher.source.jdbc import JdbcQuery, jdbc_query
 from publisher.source.schema import is_bit
@@ -249,6 +249,4 @@ def _refused(table: Table, exc: sa.exc.DBAPIError) -> str:
     is no refusal: it fails the cycle, to be run again."""
     if exc.connection_invalidated:
         raise exc
-    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
-    message = lines[0] if lines else type(exc.orig).__name__
-    return f"the current rows of {table.name} could not be read: {message}"
+    return f"the current rows of {table.name} could not be read: {first_line(exc)}"

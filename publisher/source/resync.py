@@ -80,6 +80,7 @@ class ResyncReport:
         return sum(c.logged for c in self.classes)
 
     completing: list[ClassCount] = field(default_factory=list)  # the type 8 of forward references
+    keyless: list[str] = field(default_factory=list)  # classes without a key, passed by
 
     def summary(self) -> str:
         how = "resumed the interrupted pass" if self.resumed else "a new pass"
@@ -128,7 +129,7 @@ def resync(db: Database, settings: Settings, chunk: int, restart: bool,
             _Chunks(db, log, table, db_schema).run_forward(
                 passes, key, last_key, chunk, count, progress, table.attribute(name)
             )
-    return ResyncReport(counts, resumed, completing)
+    return ResyncReport(counts, resumed, completing, catalogue.keyless_classes())
 
 
 # Between a class's name and its forward reference's number, the name of that reference's
